@@ -1,0 +1,379 @@
+"""Parse a Hypervisor object (a JSON-like mapping) into a :class:`Hypervisor` record.
+
+Parsing is forgiving by design: the cluster is the source of truth and may hold
+objects that an older or newer operator wrote, or that passed the schema with
+nonsense in them. Anything wrong inside an object becomes a warning on that
+object, and a bad amount is left out of every sum; only an object without a name
+cannot be represented, and raises :class:`ParseError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from gateway import capacity
+from gateway.domain import (
+    BUILDING_BLOCK_LABEL,
+    REGION_LABEL,
+    WORKER_GROUP_LABEL,
+    ZONE_LABEL,
+    Aggregate,
+    Booking,
+    Cell,
+    Condition,
+    ConsumerBooking,
+    Drift,
+    Hypervisor,
+    Instance,
+    ReservationBooking,
+    Source,
+    Trait,
+    add_amounts,
+)
+from gateway.quantity import QuantityError, parse_quantity
+
+__all__ = ["ParseError", "parse_hypervisor"]
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+class ParseError(ValueError):
+    """An object that cannot be represented at all (not a mapping, or no name)."""
+
+
+class _Parser:
+    """Reads one object, collecting warnings with the path they concern."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def warn(self, path: str, message: str) -> None:
+        self.warnings.append(f"{path}: {message}")
+
+    def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.warn(path, f"expected an object, got {type(value).__name__}; ignored")
+            return {}
+        return value
+
+    def items(self, value: Any, path: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.warn(path, f"expected a list, got {type(value).__name__}; ignored")
+            return []
+        return value
+
+    def string(self, value: Any, path: str) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        self.warn(path, f"expected a string, got {type(value).__name__}; ignored")
+        return None
+
+    def strings(self, value: Any, path: str) -> tuple[str, ...]:
+        items = (self.string(v, f"{path}[{i}]") for i, v in enumerate(self.items(value, path)))
+        return tuple(s for s in items if s is not None)
+
+    def boolean(self, value: Any, path: str) -> bool | None:
+        if value is None or isinstance(value, bool):
+            return value
+        self.warn(path, f"expected a boolean, got {type(value).__name__}; ignored")
+        return None
+
+    def integer(self, value: Any, path: str) -> int | None:
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        self.warn(path, f"expected an integer, got {value!r}; ignored")
+        return None
+
+    def amounts(self, value: Any, path: str) -> dict[str, Decimal]:
+        """A resource map; a bad quantity is warned about and left out."""
+        result: dict[str, Decimal] = {}
+        for name, raw in self.mapping(value, path).items():
+            try:
+                result[str(name)] = parse_quantity(raw)
+            except QuantityError as error:
+                self.warn(f"{path}.{name}", f"{error}; left out of all sums")
+        return result
+
+    def ratios(self, value: Any, path: str) -> dict[str, Decimal]:
+        """Overcommit ratios: numbers >= 1.0 (the CRD's CEL rule)."""
+        result: dict[str, Decimal] = {}
+        for name, raw in self.mapping(value, path).items():
+            try:
+                ratio = parse_quantity(raw)
+            except QuantityError as error:
+                self.warn(f"{path}.{name}", f"{error}; ratio 1.0 used")
+                continue
+            if ratio < 1:
+                self.warn(f"{path}.{name}", f"ratio {raw!r} is below 1.0; ratio 1.0 used")
+                continue
+            result[str(name)] = ratio
+        return result
+
+
+def parse_hypervisor(obj: Any) -> Hypervisor:
+    """Build the immutable record for one object version. Raises :class:`ParseError`."""
+    if not isinstance(obj, Mapping):
+        raise ParseError(f"expected an object, got {type(obj).__name__}")
+    p = _Parser()
+    meta = p.mapping(obj.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ParseError("metadata.name is missing")
+    labels = {str(k): str(v) for k, v in p.mapping(meta.get("labels"), "metadata.labels").items()}
+    spec = p.mapping(obj.get("spec"), "spec")
+    has_status = isinstance(obj.get("status"), Mapping)
+    status = p.mapping(obj.get("status"), "status")
+
+    bookings_tracked = spec.get("bookings") is not None
+    bookings = _bookings(p, spec.get("bookings"), name)
+    overcommit = p.ratios(spec.get("overcommit"), "spec.overcommit")
+    physical = p.amounts(status.get("capacity"), "status.capacity")
+    effective = p.amounts(status.get("effectiveCapacity"), "status.effectiveCapacity")
+    allocation = p.amounts(status.get("allocation"), "status.allocation")
+    conditions = _conditions(p, status.get("conditions"))
+    instances = _instances(p, status.get("instances"))
+    ready = next((c for c in conditions if c.type == "Ready"), None)
+    traits, aggregates = _memberships(p, spec, status)
+
+    resources = capacity.compute_resources(
+        physical=physical,
+        overcommit=overcommit,
+        reserved=add_amounts(b.resources for b in bookings if isinstance(b, ReservationBooking)),
+        booked=add_amounts(b.resources for b in bookings if isinstance(b, ConsumerBooking)),
+        allocated=allocation,
+        effective=effective,
+    )
+    drift = _drift(bookings, instances) if bookings_tracked and has_status else None
+    return Hypervisor(
+        name=name,
+        uid=p.string(meta.get("uid"), "metadata.uid"),
+        resource_version=p.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
+        generation=p.integer(meta.get("generation"), "metadata.generation"),
+        created=p.string(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        labels=labels,
+        zone=labels.get(ZONE_LABEL),
+        region=labels.get(REGION_LABEL),
+        building_block=labels.get(BUILDING_BLOCK_LABEL),
+        worker_group=labels.get(WORKER_GROUP_LABEL),
+        maintenance=p.string(spec.get("maintenance"), "spec.maintenance") or None,
+        maintenance_reason=p.string(spec.get("maintenanceReason"), "spec.maintenanceReason"),
+        lifecycle_enabled=p.boolean(spec.get("lifecycleEnabled"), "spec.lifecycleEnabled"),
+        high_availability=p.boolean(spec.get("highAvailability"), "spec.highAvailability"),
+        allowed_projects=p.strings(spec.get("allowedProjects"), "spec.allowedProjects"),
+        traits=traits,
+        aggregates=aggregates,
+        overcommit=overcommit,
+        bookings_tracked=bookings_tracked,
+        bookings=bookings,
+        has_status=has_status,
+        ready=ready is not None and ready.status == "True",
+        ready_reason=ready.reason if ready else None,
+        conditions=conditions,
+        capacity=physical,
+        effective_capacity=effective,
+        allocation=allocation,
+        cells=_cells(p, status.get("cells")),
+        instances=instances,
+        num_instances=p.integer(status.get("numInstances"), "status.numInstances"),
+        hypervisor_id=p.string(status.get("hypervisorId"), "status.hypervisorId"),
+        service_id=p.string(status.get("serviceId"), "status.serviceId"),
+        internal_ip=p.string(status.get("internalIp"), "status.internalIp"),
+        hypervisor_version=p.string(status.get("hypervisorVersion"), "status.hypervisorVersion"),
+        libvirt_version=p.string(status.get("libVirtVersion"), "status.libVirtVersion"),
+        operating_system={
+            str(k): str(v)
+            for k, v in p.mapping(status.get("operatingSystem"), "status.operatingSystem").items()
+            if v is not None
+        },
+        resources=resources,
+        drift=drift,
+        warnings=tuple(p.warnings),
+    )
+
+
+def _bookings(p: _Parser, value: Any, hypervisor: str) -> tuple[Booking, ...]:
+    bookings: list[Booking] = []
+    seen_consumers: set[str] = set()
+    seen_reservations: set[str] = set()
+    for i, entry in enumerate(p.items(value, "spec.bookings")):
+        path = f"spec.bookings[{i}]"
+        entry = p.mapping(entry, path)
+        kinds = [k for k in ("consumer", "reservation") if entry.get(k) is not None]
+        if len(kinds) != 1:
+            p.warn(path, "must set exactly one of consumer or reservation; booking ignored")
+            continue
+        body = p.mapping(entry[kinds[0]], f"{path}.{kinds[0]}")
+        path = f"{path}.{kinds[0]}"
+        resources = p.amounts(body.get("resources"), f"{path}.resources")
+        if kinds[0] == "consumer":
+            uuid = body.get("uuid")
+            if not isinstance(uuid, str) or not _UUID.fullmatch(uuid):
+                p.warn(f"{path}.uuid", f"invalid consumer UUID {uuid!r}; booking ignored")
+                continue
+            uuid = uuid.lower()
+            if uuid in seen_consumers:
+                p.warn(path, f"consumer {uuid} is booked more than once here; amounts summed")
+            seen_consumers.add(uuid)
+            bookings.append(
+                ConsumerBooking(
+                    uuid=uuid,
+                    resources=resources,
+                    consumer_generation=p.integer(
+                        body.get("consumerGeneration"), f"{path}.consumerGeneration"
+                    ),
+                    consumer_type=p.string(body.get("consumerType"), f"{path}.consumerType"),
+                    project_id=p.string(body.get("projectID"), f"{path}.projectID"),
+                    user_id=p.string(body.get("userID"), f"{path}.userID"),
+                    hypervisor=hypervisor,
+                )
+            )
+        else:
+            name = body.get("name")
+            if not isinstance(name, str) or not name:
+                p.warn(f"{path}.name", "reservation has no name; booking ignored")
+                continue
+            if name in seen_reservations:
+                p.warn(path, f"reservation {name!r} appears more than once; amounts summed")
+            seen_reservations.add(name)
+            bookings.append(
+                ReservationBooking(name=name, resources=resources, hypervisor=hypervisor)
+            )
+        for resource, amount in resources.items():
+            if amount < 0:
+                p.warn(f"{path}.resources.{resource}", f"negative amount {amount}")
+    return tuple(bookings)
+
+
+def _memberships(
+    p: _Parser, spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> tuple[tuple[Trait, ...], tuple[Aggregate, ...]]:
+    """Traits and aggregates from all five places, each tagged with its source."""
+    traits: list[Trait] = []
+    aggregates: list[Aggregate | None] = []
+    for i, entry in enumerate(p.items(spec.get("groups"), "spec.groups")):
+        path = f"spec.groups[{i}]"
+        entry = p.mapping(entry, path)
+        kinds = [k for k in ("trait", "aggregate") if entry.get(k) is not None]
+        if len(kinds) != 1:
+            p.warn(path, "must set exactly one of trait or aggregate; group ignored")
+        elif kinds[0] == "trait":
+            name = p.string(
+                p.mapping(entry["trait"], f"{path}.trait").get("name"), f"{path}.trait.name"
+            )
+            if name:
+                traits.append(Trait(name, Source.SPEC_GROUPS))
+        else:
+            aggregates.append(
+                _aggregate(p, entry["aggregate"], Source.SPEC_GROUPS, f"{path}.aggregate")
+            )
+    traits += [
+        Trait(n, Source.SPEC) for n in p.strings(spec.get("customTraits"), "spec.customTraits")
+    ]
+    traits += [Trait(n, Source.STATUS) for n in p.strings(status.get("traits"), "status.traits")]
+    aggregates += [
+        Aggregate(n, None, {}, Source.SPEC)
+        for n in p.strings(spec.get("aggregates"), "spec.aggregates")
+    ]
+    aggregates += [
+        _aggregate(p, body, Source.STATUS, f"status.aggregates[{i}]")
+        for i, body in enumerate(p.items(status.get("aggregates"), "status.aggregates"))
+    ]
+    return tuple(traits), tuple(a for a in aggregates if a is not None)
+
+
+def _aggregate(p: _Parser, value: Any, source: Source, path: str) -> Aggregate | None:
+    body = p.mapping(value, path)
+    name = p.string(body.get("name"), f"{path}.name")
+    if not name:
+        p.warn(path, "aggregate has no name; ignored")
+        return None
+    metadata = p.mapping(body.get("metadata"), f"{path}.metadata")
+    return Aggregate(
+        name=name,
+        uuid=p.string(body.get("uuid"), f"{path}.uuid"),
+        metadata={str(k): str(v) for k, v in metadata.items()},
+        source=source,
+    )
+
+
+def _conditions(p: _Parser, value: Any) -> tuple[Condition, ...]:
+    conditions = []
+    for i, entry in enumerate(p.items(value, "status.conditions")):
+        path = f"status.conditions[{i}]"
+        body = p.mapping(entry, path)
+        kind, status = body.get("type"), body.get("status")
+        if not isinstance(kind, str) or not isinstance(status, str):
+            p.warn(path, "condition without type or status; ignored")
+            continue
+        conditions.append(
+            Condition(
+                type=kind,
+                status=status,
+                reason=p.string(body.get("reason"), f"{path}.reason"),
+                message=p.string(body.get("message"), f"{path}.message"),
+                last_transition_time=p.string(
+                    body.get("lastTransitionTime"), f"{path}.lastTransitionTime"
+                ),
+            )
+        )
+    return tuple(conditions)
+
+
+def _instances(p: _Parser, value: Any) -> tuple[Instance, ...]:
+    instances = []
+    for i, entry in enumerate(p.items(value, "status.instances")):
+        path = f"status.instances[{i}]"
+        body = p.mapping(entry, path)
+        ident = body.get("id")
+        if not isinstance(ident, str) or not ident:
+            p.warn(path, "instance without id; ignored")
+            continue
+        instances.append(
+            Instance(
+                id=ident.lower(),
+                name=p.string(body.get("name"), f"{path}.name") or "",
+                active=bool(p.boolean(body.get("active"), f"{path}.active")),
+            )
+        )
+    return tuple(instances)
+
+
+def _cells(p: _Parser, value: Any) -> tuple[Cell, ...]:
+    cells = []
+    for i, entry in enumerate(p.items(value, "status.cells")):
+        path = f"status.cells[{i}]"
+        body = p.mapping(entry, path)
+        cell_id = p.integer(body.get("cellID"), f"{path}.cellID")
+        if cell_id is None:
+            p.warn(path, "cell without cellID; ignored")
+            continue
+        cells.append(
+            Cell(
+                cell_id=cell_id,
+                capacity=p.amounts(body.get("capacity"), f"{path}.capacity"),
+                effective_capacity=p.amounts(
+                    body.get("effectiveCapacity"), f"{path}.effectiveCapacity"
+                ),
+                allocation=p.amounts(body.get("allocation"), f"{path}.allocation"),
+            )
+        )
+    # The agent does not guarantee an order; consumers of the API want one.
+    return tuple(sorted(cells, key=lambda c: c.cell_id))
+
+
+def _drift(bookings: tuple[Booking, ...], instances: tuple[Instance, ...]) -> Drift:
+    running = {i.id for i in instances}
+    booked = {b.uuid for b in bookings if isinstance(b, ConsumerBooking)}
+    return Drift(
+        booked_not_running=tuple(
+            b for b in bookings if isinstance(b, ConsumerBooking) and b.uuid not in running
+        ),
+        running_not_booked=tuple(i for i in instances if i.id not in booked),
+    )

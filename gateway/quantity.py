@@ -1,0 +1,91 @@
+"""Kubernetes quantities as exact decimals.
+
+Kubernetes writes amounts as quantity strings (``"4Gi"``, ``"1500m"``, ``"1e3"``) or
+as plain JSON integers. Everything the gateway computes from them is exact: values
+are :class:`decimal.Decimal` in base units (cores, bytes, or the opaque unit of any
+other resource) and never pass through a float.
+
+The grammar is Kubernetes' own (``k8s.io/apimachinery/pkg/api/resource``), which is
+stricter than ``kubernetes.utils.parse_quantity``: no spaces, no underscores, no
+``NaN`` or ``Infinity``, integer exponents only.
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from decimal import Decimal
+from typing import Any
+
+__all__ = ["CONTEXT", "QuantityError", "format_quantity", "parse_quantity"]
+
+#: Arithmetic context for every sum and product of quantities. Quantities are
+#: bounded to 10**±MAX_EXPONENT below, so 100 digits keep every result exact.
+CONTEXT = decimal.Context(
+    prec=100,
+    rounding=decimal.ROUND_FLOOR,
+    traps=[decimal.InvalidOperation, decimal.Overflow, decimal.DivisionByZero],
+)
+
+#: Largest magnitude exponent accepted. Real capacities stay far below 10**30;
+#: the bound keeps a hostile "1e999999999" from becoming a billion-digit string.
+MAX_EXPONENT = 30
+
+_QUANTITY = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<binary>[KMGTPE]i)|(?P<exponent>[eE][+-]?[0-9]+)|(?P<decimal>[numkMGTPE])?)"
+)
+_BINARY = {p: 1024**i for i, p in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), start=1)}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+class QuantityError(ValueError):
+    """A value that is not a valid Kubernetes quantity."""
+
+
+def parse_quantity(value: Any) -> Decimal:
+    """Parse a quantity string or JSON number into an exact decimal in base units.
+
+    ``"1G"`` is 10**9 and ``"1Gi"`` is 2**30; ``"1500m"`` is ``Decimal("1.5")``.
+    JSON integers are taken as they are; a float (only YAML files can carry one) is
+    read from its shortest decimal representation. Raises :class:`QuantityError`.
+    """
+    if isinstance(value, bool):
+        raise QuantityError(f"invalid quantity {value!r}: a boolean is not an amount")
+    if isinstance(value, int):
+        return _bounded(Decimal(value), value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise QuantityError(f"invalid quantity {value!r}: not a finite number")
+        return _bounded(Decimal(repr(value)), value)
+    if not isinstance(value, str):
+        raise QuantityError(f"invalid quantity {value!r}: expected a string or a number")
+    match = _QUANTITY.fullmatch(value)
+    if match is None:
+        raise QuantityError(f"invalid quantity {value!r}")
+    number = Decimal(match["number"])
+    if match["binary"]:
+        result = CONTEXT.multiply(number, _BINARY[match["binary"]])
+    elif match["exponent"]:
+        exponent = int(match["exponent"][1:])
+        if abs(exponent) > MAX_EXPONENT:
+            raise QuantityError(f"invalid quantity {value!r}: exponent out of range")
+        result = number.scaleb(exponent, CONTEXT)
+    elif match["decimal"]:
+        result = number.scaleb(_DECIMAL[match["decimal"]], CONTEXT)
+    else:
+        result = number
+    return _bounded(result, value)
+
+
+def _bounded(result: Decimal, original: Any) -> Decimal:
+    if result != 0 and not -MAX_EXPONENT <= result.adjusted() <= MAX_EXPONENT:
+        raise QuantityError(f"invalid quantity {original!r}: magnitude out of range")
+    return result
+
+
+def format_quantity(value: Decimal) -> str:
+    """Render an exact decimal as plain digits: no exponent, no unit, no trailing zeros."""
+    if value == 0:
+        return "0"
+    return format(value.normalize(CONTEXT), "f")
