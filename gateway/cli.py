@@ -1,0 +1,91 @@
+"""``hypervisor-gateway``: serve the gateway, or export its schema."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gateway import __version__
+from gateway.settings import Settings, add_arguments, from_arguments
+from gateway.source import Source
+
+__all__ = ["main"]
+
+log = logging.getLogger("gateway")
+
+
+class StartupError(Exception):
+    """The gateway cannot start with these settings; the message says what to do."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="hypervisor-gateway",
+        description="GraphQL gateway over kvm.cloud.sap/v1 Hypervisor resources.",
+    )
+    parser.add_argument("--version", action="version", version=__version__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the GraphQL API")
+    add_arguments(serve)
+    export = commands.add_parser("export-schema", help="print the schema (SDL)")
+    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+    args = parser.parse_args(argv)
+
+    if args.command == "export-schema":
+        return _export_schema(args.output)
+    settings = from_arguments(args)
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        source = build_source(settings)
+    except StartupError as error:
+        print(f"hypervisor-gateway: {error}", file=sys.stderr)
+        return 2
+    _serve(settings, source)
+    return 0
+
+
+def build_source(settings: Settings) -> Source:
+    """The source the settings ask for; raises StartupError with a clear message."""
+    if settings.demo:
+        from gateway.demo import DemoSource
+
+        return DemoSource(size=settings.demo_size, seed=settings.demo_seed)
+    if settings.from_path:
+        from gateway.files import FileSource
+
+        path = Path(settings.from_path)
+        if not path.exists():
+            raise StartupError(f"--from {path}: no such file or directory")
+        return FileSource(path)
+    raise StartupError(
+        "no source: pass --demo for the embedded demo fleet, --from PATH for objects read "
+        "from files, or --kubeconfig FILE (or KUBECONFIG, or run in a pod) for a cluster"
+    )
+
+
+def _serve(settings: Settings, source: Source) -> None:
+    import uvicorn
+
+    from gateway.app import create_app
+
+    app = create_app(source, graphiql=settings.graphiql)
+    log.info(
+        "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port
+    )
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+
+
+def _export_schema(output: str | None) -> int:
+    from gateway.schema import sdl
+
+    text = sdl()
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,303 @@
+"""GraphQL over HTTP, following the GraphQL-over-HTTP specification.
+
+Strawberry's own views answer every request with ``application/json``; this
+endpoint also speaks ``application/graphql-response+json``, whose status codes
+tell a client what went wrong without reading the body: 400 for a request the
+server could not even start to execute (bad JSON, bad parameters, a document that
+does not parse or validate, variables that do not coerce), 200 once execution ran.
+With ``application/json`` every well-formed request gets 200, as the spec asks.
+
+Documents are parsed and validated once and kept in a bounded cache, and
+execution runs in a worker thread so that one large query never stalls the event
+loop (health probes, other clients).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio.to_thread
+from graphql import (
+    DocumentNode,
+    ExecutionResult,
+    GraphQLError,
+    GraphQLFormattedError,
+    GraphQLSchema,
+    OperationType,
+    execute,
+    get_operation_ast,
+    parse,
+    validate,
+)
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from strawberry.http.ides import get_graphql_ide_html
+
+__all__ = ["GraphQLEndpoint", "HttpError"]
+
+log = logging.getLogger(__name__)
+
+GRAPHQL_RESPONSE = "application/graphql-response+json"
+JSON = "application/json"
+
+
+class HttpError(Exception):
+    """A request refused before GraphQL is involved (method, media type, size)."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.headers = dict(headers or {})
+
+
+class RequestError(Exception):
+    """A GraphQL request error: the operation was never executed, so no ``data``."""
+
+    def __init__(self, errors: list[GraphQLError]):
+        super().__init__(errors[0].message)
+        self.errors = errors
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Params:
+    query: str
+    operation_name: str | None
+    variables: dict[str, Any] | None
+
+
+class GraphQLEndpoint:
+    """The ``/graphql`` endpoint: GET (queries only) and POST, GraphiQL for browsers."""
+
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        context: Callable[[Request], Any],
+        *,
+        max_body_bytes: int = 1_000_000,
+        document_cache_size: int = 1024,
+        graphiql: bool = True,
+    ) -> None:
+        self.schema = schema
+        self.context = context
+        self.max_body_bytes = max_body_bytes
+        self.graphiql = graphiql
+        self.document = functools.lru_cache(maxsize=document_cache_size)(self._document)
+
+    async def handle(self, request: Request) -> Response:
+        request_id = uuid.uuid4().hex[:16]
+        media_type = JSON
+        try:
+            if self.graphiql and _wants_graphiql(request):
+                return HTMLResponse(get_graphql_ide_html())
+            media_type = negotiate(request.headers.get("accept"))
+            params = await self._params(request)
+            response = await self._run(request, params, media_type, request_id)
+        except HttpError as error:
+            response = _error_response(error.status, str(error), JSON, error.headers)
+        except RequestError as error:
+            status = 400 if media_type == GRAPHQL_RESPONSE else 200
+            response = _json({"errors": [e.formatted for e in error.errors]}, status, media_type)
+        response.headers["x-request-id"] = request_id
+        return response
+
+    async def _params(self, request: Request) -> Params:
+        if request.method == "GET":
+            return _params_from_query(request.query_params)
+        if request.method != "POST":
+            raise HttpError(405, f"{request.method} is not allowed", {"allow": "GET, POST"})
+        _check_content_type(request.headers.get("content-type"))
+        body = await _read_body(request, self.max_body_bytes)
+        if not body:
+            raise HttpError(400, "a POST request needs a JSON body")
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise RequestError([GraphQLError(f"body is not valid JSON: {error}")]) from error
+        if not isinstance(payload, dict):
+            raise RequestError(
+                [GraphQLError("body must be a JSON object (batching is not supported)")]
+            )
+        return _params_from(payload)
+
+    async def _run(
+        self, request: Request, params: Params, media_type: str, request_id: str
+    ) -> Response:
+        document = self.document(params.query)
+        operation = get_operation_ast(document, params.operation_name)
+        if operation is None:
+            name = params.operation_name
+            message = f"unknown operation {name!r}" if name else "operationName is required"
+            raise RequestError([GraphQLError(message)])
+        if operation.operation is not OperationType.QUERY:
+            if request.method == "GET":
+                raise HttpError(405, "only queries can be sent with GET", {"allow": "POST"})
+            raise RequestError(
+                [
+                    GraphQLError(
+                        f"{operation.operation.value} operations are not supported over HTTP; "
+                        "subscribe over WebSocket on this path"
+                    )
+                ]
+            )
+        context = self.context(request)
+        result = await anyio.to_thread.run_sync(
+            self._execute, document, context, params.variables, params.operation_name
+        )
+        if result.errors and result.data is None and all(e.path is None for e in result.errors):
+            # No path: variable coercion failed, nothing was executed.
+            raise RequestError(result.errors)
+        return _json(self._format(result, request_id), 200, media_type)
+
+    def _execute(
+        self,
+        document: DocumentNode,
+        context: Any,
+        variables: dict[str, Any] | None,
+        operation_name: str | None,
+    ) -> ExecutionResult:
+        result = execute(
+            self.schema,
+            document,
+            context_value=context,
+            variable_values=variables,
+            operation_name=operation_name,
+        )
+        assert isinstance(result, ExecutionResult), "resolvers are synchronous"
+        return result
+
+    def _document(self, query: str) -> DocumentNode:
+        """Parse and validate once per distinct document; errors are not cached."""
+        try:
+            document = parse(query)
+        except GraphQLError as error:
+            raise RequestError([error]) from error
+        errors = validate(self.schema, document)
+        if errors:
+            raise RequestError(errors)
+        return document
+
+    def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
+        payload: dict[str, Any] = {"data": result.data}
+        if result.errors:
+            payload["errors"] = [_mask(e, request_id) for e in result.errors]
+        return payload
+
+
+def _mask(error: GraphQLError, request_id: str) -> GraphQLFormattedError:
+    """Errors we raised on purpose read as they are; anything else is our bug."""
+    original = error.original_error
+    if original is None or isinstance(original, GraphQLError):
+        return error.formatted
+    log.error("request %s: unexpected error at %s", request_id, error.path, exc_info=original)
+    masked = GraphQLError(
+        f"internal error (request id {request_id})", path=error.path, nodes=error.nodes
+    )
+    return masked.formatted
+
+
+def negotiate(accept: str | None) -> str:
+    """Pick the response media type from the Accept header (spec, section 'Accept')."""
+    if not accept:
+        return JSON
+    quality: dict[str, float] = {}
+    for part in accept.split(","):
+        media, *options = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for option in options:
+            key, _, value = option.partition("=")
+            if key.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        media = media.lower()
+        if media == GRAPHQL_RESPONSE:
+            quality[GRAPHQL_RESPONSE] = max(q, quality.get(GRAPHQL_RESPONSE, 0.0))
+        elif media in (JSON, "application/*", "*/*"):
+            quality[JSON] = max(q, quality.get(JSON, 0.0))
+    acceptable = {m: q for m, q in quality.items() if q > 0}
+    if not acceptable:
+        raise HttpError(
+            406, f"cannot answer with any of: {accept}; accept {GRAPHQL_RESPONSE} or {JSON}"
+        )
+    return max(acceptable, key=lambda m: (acceptable[m], m == GRAPHQL_RESPONSE))
+
+
+def _wants_graphiql(request: Request) -> bool:
+    return (
+        request.method == "GET"
+        and "query" not in request.query_params
+        and "text/html" in request.headers.get("accept", "")
+    )
+
+
+def _check_content_type(content_type: str | None) -> None:
+    if not content_type:
+        raise HttpError(415, f"Content-Type is required; send {JSON}")
+    media, *options = (p.strip().lower() for p in content_type.split(";"))
+    if media != JSON:
+        raise HttpError(415, f"unsupported Content-Type {media!r}; send {JSON}")
+    for option in options:
+        key, _, value = option.partition("=")
+        if key.strip() == "charset" and value.strip().strip('"') not in ("utf-8", "utf8"):
+            raise HttpError(415, f"unsupported charset {value!r}; send utf-8")
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HttpError(413, f"body larger than {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HttpError(413, f"body larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _params_from_query(query: Mapping[str, str]) -> Params:
+    raw: dict[str, Any] = {k: query[k] for k in ("query", "operationName") if k in query}
+    for key in ("variables", "extensions"):
+        if key in query:
+            try:
+                raw[key] = json.loads(query[key])
+            except ValueError as error:
+                raise RequestError([GraphQLError(f"{key} is not valid JSON")]) from error
+    return _params_from(raw)
+
+
+def _params_from(raw: Mapping[str, Any]) -> Params:
+    query, name = raw.get("query"), raw.get("operationName")
+    variables, extensions = raw.get("variables"), raw.get("extensions")
+    problems = []
+    if not isinstance(query, str):
+        problems.append("query must be a string" if "query" in raw else "query is required")
+    if name is not None and not isinstance(name, str):
+        problems.append("operationName must be a string")
+    if variables is not None and not isinstance(variables, dict):
+        problems.append("variables must be an object")
+    if extensions is not None and not isinstance(extensions, dict):
+        problems.append("extensions must be an object")
+    if problems:
+        raise RequestError([GraphQLError(p) for p in problems])
+    return Params(query=query, operation_name=name, variables=variables)  # type: ignore[arg-type]
+
+
+def _json(payload: Any, status: int, media_type: str) -> Response:
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(body, status, media_type=f"{media_type}; charset=utf-8")
+
+
+def _error_response(
+    status: int, message: str, media_type: str, headers: Mapping[str, str]
+) -> Response:
+    response = _json({"errors": [{"message": message}]}, status, media_type)
+    response.headers.update(headers)
+    return response

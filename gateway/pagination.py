@@ -1,0 +1,93 @@
+"""Cursor connections (``totalCount``, ``pageInfo``, ``edges { cursor node }``, ``nodes``).
+
+Cursors are keyset cursors: they carry the sort key of the last item seen, not an
+offset, so paging through a fleet that changes between requests neither skips nor
+repeats a hypervisor that did not move in the ordering.
+"""
+
+import base64
+import binascii
+import bisect
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+import strawberry
+from graphql import GraphQLError
+
+__all__ = ["Connection", "paginate"]
+
+T = TypeVar("T")
+Key = tuple[Any, ...]
+
+
+@strawberry.type(description="Where a page sits in the whole list.")
+class PageInfo:
+    has_next_page: bool = strawberry.field(description="More items follow this page.")
+    has_previous_page: bool = strawberry.field(description="Items precede this page.")
+    start_cursor: str | None = strawberry.field(description="Cursor of the first item.")
+    end_cursor: str | None = strawberry.field(description="Cursor of the last item; pass as after.")
+
+
+@strawberry.type(description="An item with its cursor.")
+class Edge(Generic[T]):
+    cursor: str = strawberry.field(description="Opaque position of this item.")
+    node: T = strawberry.field(description="The item.")
+
+
+@strawberry.type(description="A page of a list, with the total and cursors to go on.")
+class Connection(Generic[T]):
+    total_count: int = strawberry.field(description="Items matching, over all pages.")
+    page_info: PageInfo = strawberry.field(description="Paging state.")
+    edges: list[Edge[T]] = strawberry.field(description="Items with their cursors.")
+    nodes: list[T] = strawberry.field(description="Items of this page.")
+
+
+def encode_cursor(key: Key) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode()
+
+
+def decode_cursor(cursor: str) -> list[Any]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (binascii.Error, ValueError, UnicodeError) as error:
+        raise GraphQLError(f"invalid cursor {cursor!r}") from error
+    if not isinstance(key, list):
+        raise GraphQLError(f"invalid cursor {cursor!r}")
+    return key
+
+
+def paginate(
+    items: Sequence[Any],
+    keys: Sequence[Key],
+    first: int | None,
+    after: str | None,
+    cursor_key: Callable[[Key], Key],
+    parse_key: Callable[[list[Any]], Key],
+) -> Connection[Any]:
+    """Slice ``items`` (sorted ascending by ``keys``) after the ``after`` cursor.
+
+    ``cursor_key`` turns a sort key into JSON-safe parts, ``parse_key`` back.
+    """
+    if first is not None and first < 0:
+        raise GraphQLError("first must not be negative")
+    start = 0
+    if after is not None:
+        try:
+            start = bisect.bisect_right(keys, parse_key(decode_cursor(after)))
+        except (TypeError, ValueError, IndexError) as error:
+            raise GraphQLError(f"cursor {after!r} does not belong to this ordering") from error
+    end = len(items) if first is None else min(len(items), start + first)
+    cursors = [encode_cursor(cursor_key(k)) for k in keys[start:end]]
+    page = items[start:end]
+    return Connection(
+        total_count=len(items),
+        page_info=PageInfo(
+            has_next_page=end < len(items),
+            has_previous_page=start > 0,
+            start_cursor=cursors[0] if cursors else None,
+            end_cursor=cursors[-1] if cursors else None,
+        ),
+        edges=[Edge(cursor=c, node=n) for c, n in zip(cursors, page, strict=True)],
+        nodes=list(page),
+    )

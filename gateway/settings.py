@@ -1,0 +1,83 @@
+"""One settings object, from command-line flags or environment variables.
+
+Every option has a flag and a ``GATEWAY_*`` environment variable (flags win), so
+the same image runs from a terminal, a compose file or a Kubernetes Deployment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Mapping
+
+__all__ = ["Settings", "add_arguments", "from_arguments"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    demo: bool = False
+    demo_size: int = 200
+    demo_seed: int = 0
+    from_path: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    log_level: str = "info"
+    graphiql: bool = True
+
+    @property
+    def source(self) -> str:
+        if self.demo:
+            return "demo"
+        return "file" if self.from_path else "kubernetes"
+
+
+_OPTIONS: list[tuple[str, str, type, str]] = [
+    ("host", "GATEWAY_HOST", str, "address to bind (default 127.0.0.1)"),
+    ("port", "GATEWAY_PORT", int, "port to bind (default 8080)"),
+    ("demo_size", "GATEWAY_DEMO_SIZE", int, "hypervisors in the demo fleet (default 200)"),
+    ("demo_seed", "GATEWAY_DEMO_SEED", int, "seed of the demo fleet (default 0)"),
+    (
+        "from_path",
+        "GATEWAY_FROM",
+        str,
+        "serve Hypervisor objects from a YAML/JSON file or directory",
+    ),
+    ("kubeconfig", "KUBECONFIG", str, "kubeconfig file (default: in-cluster, then ~/.kube/config)"),
+    ("context", "GATEWAY_CONTEXT", str, "kubeconfig context to use"),
+    ("log_level", "GATEWAY_LOG_LEVEL", str, "debug, info, warning or error (default info)"),
+]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--demo", action="store_true", help="serve an embedded demo fleet")
+    for name, env, kind, help_text in _OPTIONS:
+        flag = "--from" if name == "from_path" else "--" + name.replace("_", "-")
+        parser.add_argument(flag, dest=name, type=kind, help=f"{help_text} [{env}]")
+    parser.add_argument("--no-graphiql", dest="graphiql", action="store_false", default=None)
+
+
+def from_arguments(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Settings:
+    """Flags first, then the environment, then the defaults."""
+    values: dict[str, object] = {}
+    for name, env, kind, _ in _OPTIONS:
+        flag = getattr(args, name, None)
+        if flag is not None:
+            values[name] = flag
+        elif env in environ and environ[env] != "":
+            try:
+                values[name] = kind(environ[env])
+            except ValueError as error:
+                raise SystemExit(f"hypervisor-gateway: {env}={environ[env]!r}: {error}") from error
+    values["demo"] = bool(args.demo) or _truthy(environ.get("GATEWAY_DEMO"))
+    if args.graphiql is not None:
+        values["graphiql"] = args.graphiql
+    elif "GATEWAY_GRAPHIQL" in environ:
+        values["graphiql"] = _truthy(environ["GATEWAY_GRAPHIQL"])
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
