@@ -1,0 +1,54 @@
+"""Test support: serve a fixed list of objects through the real app."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from gateway.app import create_app
+from gateway.source import SyncStatus
+from gateway.store import Store
+
+
+class StaticSource:
+    """A source that loads a fixed list of objects once and keeps them."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = objects
+        self.status = SyncStatus("static")
+        self.loaded = asyncio.Event()
+
+    async def run(self, store: Store) -> None:
+        store.replace(self.objects)
+        store.mark_ready()
+        self.status.synced = True
+        self.status.confirm()
+        self.loaded.set()
+        await asyncio.Event().wait()
+
+
+@contextlib.asynccontextmanager
+async def serve(objects: list[dict[str, Any]]) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
+    """The real ASGI app with its lifespan running, and an HTTP client for it."""
+    store = Store()
+    source = StaticSource(objects)
+    app = create_app(source, store)
+    async with app.router.lifespan_context(app):
+        await source.loaded.wait()
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            yield client, store
+
+
+async def query(client: httpx.AsyncClient, document: str, **variables: Any) -> dict[str, Any]:
+    """POST a query, assert it succeeded without errors, return its data."""
+    response = await client.post("/graphql", json={"query": document, "variables": variables})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert "errors" not in body, body["errors"]
+    data: dict[str, Any] = body["data"]
+    return data

@@ -1,0 +1,418 @@
+"""The GraphQL API over HTTP, through the real ASGI app, with exact figures."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from gateway.store import Store
+from tests import fleet
+from tests.support import query, serve
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with serve(fleet.objects()) as (client, _):
+        yield client
+
+
+async def names(
+    client: httpx.AsyncClient,
+    filter: dict[str, Any] | None = None,
+    order: dict[str, Any] | None = None,
+) -> list[str]:
+    data = await query(
+        client,
+        "query($f: HypervisorFilter, $o: HypervisorOrder) {"
+        " hypervisors(filter: $f, orderBy: $o) { nodes { name } } }",
+        f=filter,
+        o=order,
+    )
+    return [n["name"] for n in data["hypervisors"]["nodes"]]
+
+
+async def test_free_capacity_follows_placement(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{ hypervisor(name: "node-a") {
+        resources { name physical overcommitRatio reserved capacity booked free allocated
+                    unallocated overcommitted utilization } } }""",
+    )
+    cpu, memory = data["hypervisor"]["resources"]
+    assert cpu == {
+        "name": "cpu",
+        "physical": "256",
+        "overcommitRatio": "2",
+        "reserved": "4",
+        "capacity": "504",
+        "booked": "28",
+        "free": "476",
+        "allocated": "30",
+        "unallocated": "474",
+        "overcommitted": False,
+        "utilization": pytest.approx(28 / 504),
+    }
+    assert memory["capacity"] == "1090921693184"
+    assert memory["booked"] == "60129542144"
+    assert memory["free"] == "1030792151040"
+
+
+async def test_over_subscribed_and_unknown(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{
+        b: hypervisor(name: "node-b") { overcommitted resource(name: "cpu") { free overcommitted } }
+        c: hypervisor(name: "node-c") { hasStatus resource(name: "cpu") {
+             physical capacity free booked reserved overcommitted utilization } }
+        d: hypervisor(name: "node-d") { bookingsTracked bookings { __typename } drift { runningNotBooked { id } }
+             resource(name: "cpu") { capacity free booked } ready readyReason maintenance } }""",
+    )
+    assert data["b"] == {"overcommitted": True, "resource": {"free": "-4", "overcommitted": True}}
+    assert data["c"] == {
+        "hasStatus": False,
+        "resource": {
+            "physical": None,
+            "capacity": None,
+            "free": None,
+            "booked": "2",
+            "reserved": "0",
+            "overcommitted": None,
+            "utilization": None,
+        },
+    }
+    assert data["d"] == {
+        "bookingsTracked": False,
+        "bookings": [],
+        "drift": None,
+        "resource": {"capacity": "128", "free": "128", "booked": "0"},
+        "ready": False,
+        "readyReason": "Down",
+        "maintenance": "manual",
+    }
+
+
+async def test_bookings_union_and_drift(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{ hypervisor(name: "node-a") {
+        bookings { __typename
+          ... on ReservationBooking { name resources { name amount } hypervisor { name } }
+          ... on ConsumerBooking { uuid projectId consumerType consumerGeneration } }
+        drift { bookedNotRunning { uuid } runningNotBooked { id name active } } } }""",
+    )
+    bookings = data["hypervisor"]["bookings"]
+    assert bookings[0] == {
+        "__typename": "ReservationBooking",
+        "name": "nova-reserved",
+        "resources": [{"name": "cpu", "amount": "4"}, {"name": "memory", "amount": "8589934592"}],
+        "hypervisor": {"name": "node-a"},
+    }
+    assert [b.get("uuid") for b in bookings[1:]] == [fleet.C1, fleet.C2, fleet.C3]
+    assert data["hypervisor"]["drift"] == {
+        "bookedNotRunning": [{"uuid": fleet.C3}],
+        "runningNotBooked": [
+            {"id": "99999999-9999-9999-9999-999999999999", "name": "ghost", "active": False}
+        ],
+    }
+
+
+async def test_consumer_across_hypervisors(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """query($u: String!) { consumer(uuid: $u) {
+        uuid migrating projectId hypervisors { name }
+        bookings { hypervisor { name } resources { name amount } } } }""",
+        u=fleet.C3.upper(),
+    )
+    consumer = data["consumer"]
+    assert consumer["uuid"] == fleet.C3
+    assert consumer["migrating"] is True
+    assert [h["name"] for h in consumer["hypervisors"]] == ["node-a", "node-b"]
+    assert all(b["resources"][0] == {"name": "cpu", "amount": "4"} for b in consumer["bookings"])
+    missing = await query(
+        client, '{ consumer(uuid: "00000000-0000-0000-0000-000000000000") { uuid } }'
+    )
+    assert missing == {"consumer": None}
+
+
+async def test_consumers_connection_and_filters(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{
+        all: consumers { totalCount nodes { uuid } }
+        migrating: consumers(filter: {migrating: true}) { nodes { uuid } }
+        p1: consumers(filter: {projectId: "p1"}) { nodes { uuid } }
+        page: consumers(first: 2) { pageInfo { hasNextPage endCursor } nodes { uuid } } }""",
+    )
+    assert [n["uuid"] for n in data["all"]["nodes"]] == [
+        fleet.C1,
+        fleet.C2,
+        fleet.C3,
+        fleet.C4,
+        fleet.C5,
+    ]
+    assert data["migrating"]["nodes"] == [{"uuid": fleet.C3}]
+    assert [n["uuid"] for n in data["p1"]["nodes"]] == [fleet.C1, fleet.C3]
+    rest = await query(
+        client,
+        "query($a: String) { consumers(after: $a) { nodes { uuid } } }",
+        a=data["page"]["pageInfo"]["endCursor"],
+    )
+    assert [n["uuid"] for n in rest["consumers"]["nodes"]] == [fleet.C3, fleet.C4, fleet.C5]
+
+
+@pytest.mark.parametrize(
+    ("filter", "expected"),
+    [
+        ({}, ["node-a", "node-b", "node-c", "node-d"]),
+        ({"names": ["node-d", "node-a", "nope"]}, ["node-a", "node-d"]),
+        ({"zone": "qa-de-1a"}, ["node-a", "node-c"]),
+        ({"region": "qa-de-1"}, ["node-a", "node-b", "node-c", "node-d"]),
+        ({"buildingBlock": "bb02"}, ["node-b", "node-d"]),
+        ({"aggregate": "agg-1"}, ["node-a", "node-b"]),
+        ({"aggregate": "agg-2"}, ["node-b"]),
+        ({"trait": "CUSTOM_Y"}, ["node-b"]),
+        ({"trait": "COMPUTE_STATUS_ENABLED"}, ["node-b"]),
+        (
+            {
+                "labelSelector": "kubernetes.metal.cloud.sap/bb in (bb01),topology.kubernetes.io/zone!=x"
+            },
+            ["node-a", "node-c"],
+        ),
+        ({"ready": True}, ["node-a", "node-b"]),
+        ({"maintenance": ["manual"]}, ["node-d"]),
+        ({"maintenance": [""]}, ["node-a", "node-b", "node-c"]),
+        ({"consumer": fleet.C3}, ["node-a", "node-b"]),
+        ({"projectId": "p2"}, ["node-a", "node-c"]),
+        ({"overcommitted": True}, ["node-b"]),
+        ({"bookingsTracked": False}, ["node-d"]),
+        ({"hasStatus": False}, ["node-c"]),
+        ({"zone": "qa-de-1b", "ready": False}, ["node-d"]),
+    ],
+)
+async def test_hypervisor_filters(
+    client: httpx.AsyncClient, filter: dict[str, Any], expected: list[str]
+) -> None:
+    assert await names(client, filter) == expected
+
+
+async def test_can_fit_uses_free_capacity_and_max_unit(client: httpx.AsyncClient) -> None:
+    fit = [{"resource": "cpu", "amount": "4"}, {"resource": "memory", "amount": "16Gi"}]
+    assert await names(client, {"canFit": fit}) == ["node-a", "node-d"]
+    # 300 cores are free on node-a (476) but exceed its physical total (max_unit 256).
+    assert await names(client, {"canFit": [{"resource": "cpu", "amount": "300"}]}) == []
+    assert await names(client, {"canFit": [{"resource": "cpu", "amount": "256"}]}) == ["node-a"]
+
+
+@pytest.mark.parametrize(
+    ("order", "expected"),
+    [
+        ({"field": "NAME", "direction": "DESC"}, ["node-d", "node-c", "node-b", "node-a"]),
+        (
+            {"field": "FREE", "resource": "cpu", "direction": "DESC"},
+            ["node-a", "node-d", "node-b", "node-c"],
+        ),
+        ({"field": "FREE", "resource": "cpu"}, ["node-b", "node-d", "node-a", "node-c"]),
+        (
+            {"field": "BOOKED", "resource": "cpu", "direction": "DESC"},
+            ["node-b", "node-a", "node-c", "node-d"],
+        ),
+        (
+            {"field": "UTILIZATION", "resource": "cpu", "direction": "DESC"},
+            ["node-b", "node-a", "node-d", "node-c"],
+        ),
+    ],
+)
+async def test_ordering_puts_unknown_last(
+    client: httpx.AsyncClient, order: dict[str, Any], expected: list[str]
+) -> None:
+    assert await names(client, order=order) == expected
+
+
+async def test_cursor_pagination_walks_every_host_once(client: httpx.AsyncClient) -> None:
+    seen, after = [], None
+    while True:
+        data = await query(
+            client,
+            """query($a: String) {
+            hypervisors(first: 1, after: $a, orderBy: {field: FREE, resource: "memory", direction: DESC}) {
+              totalCount pageInfo { hasNextPage endCursor } edges { cursor node { name } } } }""",
+            a=after,
+        )
+        page = data["hypervisors"]
+        assert page["totalCount"] == 4
+        seen += [e["node"]["name"] for e in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert seen == ["node-a", "node-b", "node-d", "node-c"]
+
+
+async def test_fleet_capacity_sums_only_known_figures(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{
+        all: fleetCapacity { key hypervisorCount resource(name: "cpu") {
+              hypervisors physical reserved capacity booked free unknownCapacityHosts overcommittedHosts } }
+        zones: fleetCapacity(groupBy: ZONE) { key hypervisorCount resource(name: "cpu") { free booked unknownCapacityHosts } }
+        aggregates: fleetCapacity(groupBy: AGGREGATE) { key hypervisorCount } }""",
+    )
+    assert data["all"] == [
+        {
+            "key": None,
+            "hypervisorCount": 4,
+            "resource": {
+                "hypervisors": 4,
+                "physical": str(256 + 64 + 128),
+                "reserved": "4",
+                "capacity": str(504 + 64 + 128),
+                "booked": str(28 + 68 + 2),
+                "free": str(476 - 4 + 128),
+                "unknownCapacityHosts": 1,
+                "overcommittedHosts": 1,
+            },
+        }
+    ]
+    assert data["zones"] == [
+        {
+            "key": "qa-de-1a",
+            "hypervisorCount": 2,
+            "resource": {"free": "476", "booked": "30", "unknownCapacityHosts": 1},
+        },
+        {
+            "key": "qa-de-1b",
+            "hypervisorCount": 2,
+            "resource": {"free": "124", "booked": "68", "unknownCapacityHosts": 0},
+        },
+    ]
+    assert data["aggregates"] == [
+        {"key": "agg-1", "hypervisorCount": 2},
+        {"key": "agg-2", "hypervisorCount": 1},
+        {"key": None, "hypervisorCount": 2},
+    ]
+
+
+async def test_placement_view(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{ placementProvider(uuid: "AAAAAAAA-0000-0000-0000-000000000001") {
+        name inventories { resourceClass total reserved minUnit maxUnit stepSize allocationRatio
+                           capacity used free } usages { name amount } } }""",
+    )
+    provider = data["placementProvider"]
+    assert provider["name"] == "node-a"
+    assert provider["inventories"] == [
+        {
+            "resourceClass": "VCPU",
+            "total": "256",
+            "reserved": "4",
+            "minUnit": "1",
+            "maxUnit": "256",
+            "stepSize": "1",
+            "allocationRatio": "2",
+            "capacity": "504",
+            "used": "28",
+            "free": "476",
+        },
+        {
+            "resourceClass": "MEMORY_MB",
+            "total": "1048576",
+            "reserved": "8192",
+            "minUnit": "1",
+            "maxUnit": "1048576",
+            "stepSize": "1",
+            "allocationRatio": "1",
+            "capacity": "1040384",
+            "used": "57344",
+            "free": "983040",
+        },
+    ]
+    assert provider["usages"] == [
+        {"name": "MEMORY_MB", "amount": "57344"},
+        {"name": "VCPU", "amount": "28"},
+    ]
+
+
+async def test_memberships_keep_their_source(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{ hypervisor(name: "node-b") {
+        traits { name source } aggregates { name uuid source metadata { key value } } } }""",
+    )
+    assert data["hypervisor"] == {
+        "traits": [
+            {"name": "CUSTOM_Y", "source": "SPEC"},
+            {"name": "COMPUTE_STATUS_ENABLED", "source": "STATUS"},
+        ],
+        "aggregates": [
+            {"name": "agg-2", "uuid": None, "source": "SPEC", "metadata": []},
+            {"name": "agg-1", "uuid": "a1", "source": "STATUS", "metadata": []},
+        ],
+    }
+
+
+async def test_sync_status_and_probes(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        "{ syncStatus { source synced generation hypervisors rejected "
+        "secondsSinceConfirmed lastEventAt } }",
+    )
+    status = data["syncStatus"]
+    assert status["synced"] is True and status["hypervisors"] == 4 and status["rejected"] == []
+    assert status["generation"] == "1"
+    assert 0 <= status["secondsSinceConfirmed"] < 60
+    assert status["lastEventAt"].endswith("Z")
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["ready"] is True
+
+
+async def test_bad_objects_are_warned_about_and_skipped() -> None:
+    objects = fleet.objects()
+    objects[0]["spec"]["bookings"][1]["consumer"]["resources"]["memory"] = "NaN"
+    objects[1]["spec"]["bookings"].append(objects[1]["spec"]["bookings"][0])  # C3 twice on node-b
+    objects.append({"kind": "Hypervisor", "metadata": {}})  # no name: cannot be represented
+    async with serve(objects) as (client, store):
+        data = await query(
+            client,
+            """{
+            a: hypervisor(name: "node-a") { warnings resource(name: "memory") { booked } }
+            b: hypervisor(name: "node-b") { warnings resource(name: "cpu") { booked free } }
+            syncStatus { hypervisors rejected } }""",
+        )
+    assert data["a"]["resource"]["booked"] == str(24 * 2**30)  # 32Gi left out
+    assert "invalid quantity 'NaN'" in data["a"]["warnings"][0]
+    assert data["b"]["resource"] == {"booked": "72", "free": "-8"}  # 4 + 64 + 4 again
+    assert "booked more than once" in data["b"]["warnings"][0]
+    assert data["syncStatus"]["hypervisors"] == 4
+    assert data["syncStatus"]["rejected"] == ["#4: metadata.name is missing"]
+    assert isinstance(store, Store)
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ('{ hypervisors(after: "!!") { totalCount } }', "invalid cursor"),
+        ('{ hypervisors(filter: {labelSelector: "a in (b"}) { totalCount } }', "unbalanced"),
+        (
+            '{ hypervisors(filter: {canFit: [{resource: "cpu", amount: "1 Gi"}]}) { totalCount } }',
+            "invalid quantity",
+        ),
+        (
+            '{ hypervisors(filter: {canFit: [{resource: "cpu", amount: "0"}]}) { totalCount } }',
+            "must be positive",
+        ),
+        ("{ hypervisors(orderBy: {field: FREE}) { totalCount } }", "needs a resource"),
+        ("{ hypervisors(first: -1) { totalCount } }", "must not be negative"),
+    ],
+)
+async def test_bad_arguments_get_clear_errors(
+    client: httpx.AsyncClient, document: str, message: str
+) -> None:
+    response = await client.post("/graphql", json={"query": document})
+    assert response.status_code == 200
+    errors = response.json()["errors"]
+    assert message in errors[0]["message"], errors
