@@ -87,7 +87,8 @@ class GraphQLEndpoint:
         self.context = context
         self.max_body_bytes = max_body_bytes
         self.graphiql = graphiql
-        self.document = functools.lru_cache(maxsize=document_cache_size)(self._document)
+        self.parse = functools.lru_cache(maxsize=document_cache_size)(_parse)
+        self.validate = functools.lru_cache(maxsize=document_cache_size)(self._validate)
 
     async def handle(self, request: Request) -> Response:
         request_id = uuid.uuid4().hex[:16]
@@ -128,7 +129,7 @@ class GraphQLEndpoint:
     async def _run(
         self, request: Request, params: Params, media_type: str, request_id: str
     ) -> Response:
-        document = self.document(params.query)
+        document = self.parse(params.query)
         operation = get_operation_ast(document, params.operation_name)
         if operation is None:
             name = params.operation_name
@@ -145,6 +146,7 @@ class GraphQLEndpoint:
                     )
                 ]
             )
+        self.validate(document)
         context = self.context(request)
         result = await anyio.to_thread.run_sync(
             self._execute, document, context, params.variables, params.operation_name
@@ -171,22 +173,25 @@ class GraphQLEndpoint:
         assert isinstance(result, ExecutionResult), "resolvers are synchronous"
         return result
 
-    def _document(self, query: str) -> DocumentNode:
-        """Parse and validate once per distinct document; errors are not cached."""
-        try:
-            document = parse(query)
-        except GraphQLError as error:
-            raise RequestError([error]) from error
+    def _validate(self, document: DocumentNode) -> None:
+        """Validate once per distinct document (cached; failures are not)."""
         errors = validate(self.schema, document)
         if errors:
             raise RequestError(errors)
-        return document
 
     def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
         payload: dict[str, Any] = {"data": result.data}
         if result.errors:
             payload["errors"] = [_mask(e, request_id) for e in result.errors]
         return payload
+
+
+def _parse(query: str) -> DocumentNode:
+    """Parse once per distinct document (cached; failures are not)."""
+    try:
+        return parse(query)
+    except GraphQLError as error:
+        raise RequestError([error]) from error
 
 
 def _mask(error: GraphQLError, request_id: str) -> GraphQLFormattedError:
