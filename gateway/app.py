@@ -10,25 +10,34 @@ from collections.abc import AsyncIterator
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from gateway.context import Context
+from gateway.feed import Feed
 from gateway.http import GraphQLEndpoint
 from gateway.schema import schema
 from gateway.source import Source
 from gateway.store import Store
+from gateway.websocket import SubscriptionServer
 
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
 
 
-def create_app(source: Source, store: Store | None = None, *, graphiql: bool = True) -> Starlette:
+def create_app(
+    source: Source,
+    store: Store | None = None,
+    *,
+    graphiql: bool = True,
+    coalesce_interval: float = 1.0,
+) -> Starlette:
     """Build the app; the source runs for as long as the app does."""
     store = store or Store()
+    feed = Feed(store)
 
     def context(request: Request) -> Context:
-        return Context(store=store, snapshot=store.snapshot, status=source.status)
+        return Context(store, source.status, feed)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -45,6 +54,7 @@ def create_app(source: Source, store: Store | None = None, *, graphiql: bool = T
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        feed.start()
         task = asyncio.create_task(source.run(store), name="source")
         task.add_done_callback(_report_exit)
         try:
@@ -53,11 +63,16 @@ def create_app(source: Source, store: Store | None = None, *, graphiql: bool = T
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            feed.stop()
 
     endpoint = GraphQLEndpoint(schema._schema, context, graphiql=graphiql)
+    subscriptions = SubscriptionServer(
+        store, source.status, feed, coalesce_interval=coalesce_interval
+    )
     app = Starlette(
         routes=[
             Route("/graphql", endpoint.handle, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            WebSocketRoute("/graphql", subscriptions),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
         ],

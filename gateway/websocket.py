@@ -1,0 +1,63 @@
+"""GraphQL subscriptions over WebSocket, on the same ``/graphql`` path.
+
+Strawberry implements both protocols in use: ``graphql-transport-ws`` and, for
+older clients, the legacy ``graphql-ws``. We only supply the context: a live one
+that follows the store (see :class:`gateway.context.Context`), created once per
+connection.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+
+from gateway.context import Context
+from gateway.feed import Feed
+from gateway.schema import schema
+from gateway.source import SyncStatus
+from gateway.store import Store
+
+__all__ = ["SubscriptionServer"]
+
+
+class SubscriptionServer(GraphQL[Context, None]):
+    """The WebSocket half of ``/graphql``; HTTP requests never reach it."""
+
+    def __init__(
+        self,
+        store: Store,
+        status: SyncStatus,
+        feed: Feed,
+        *,
+        coalesce_interval: float = 1.0,
+        max_subscriptions_per_connection: int = 20,
+        keep_alive_interval: float = 15.0,
+    ) -> None:
+        super().__init__(
+            schema,
+            graphql_ide=None,
+            keep_alive=True,
+            keep_alive_interval=keep_alive_interval,
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
+            connection_init_wait_timeout=timedelta(seconds=10),
+            max_subscriptions_per_connection=max_subscriptions_per_connection,
+        )
+        self.store = store
+        self.status = status
+        self.feed = feed
+        self.coalesce_interval = coalesce_interval
+
+    async def get_context(self, request: Any, response: Any) -> Context:
+        live = isinstance(request, WebSocket)
+        return Context(
+            self.store,
+            self.status,
+            self.feed,
+            pinned=not live,
+            coalesce_interval=self.coalesce_interval,
+            connection=request if live else None,
+        )
