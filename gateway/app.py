@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
+from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.feed import Feed
 from gateway.http import GraphQLEndpoint
@@ -31,6 +32,7 @@ def create_app(
     *,
     graphiql: bool = True,
     coalesce_interval: float = 1.0,
+    cache: ResponseCache | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does."""
     store = store or Store()
@@ -65,7 +67,7 @@ def create_app(
                 await task
             feed.stop()
 
-    endpoint = GraphQLEndpoint(schema._schema, context, graphiql=graphiql)
+    endpoint = GraphQLEndpoint(schema._schema, context, graphiql=graphiql, cache=cache)
     subscriptions = SubscriptionServer(
         store, source.status, feed, coalesce_interval=coalesce_interval
     )
@@ -80,6 +82,7 @@ def create_app(
     )
     app.state.store = store
     app.state.source = source
+    app.state.cache = cache
     return app
 
 

@@ -33,11 +33,15 @@ from graphql import (
     execute,
     get_operation_ast,
     parse,
+    print_ast,
     validate,
 )
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from strawberry.http.ides import get_graphql_ide_html
+
+from gateway.cache import ResponseCache
+from gateway.context import Context
 
 __all__ = ["GraphQLEndpoint", "HttpError"]
 
@@ -77,13 +81,15 @@ class GraphQLEndpoint:
     def __init__(
         self,
         schema: GraphQLSchema,
-        context: Callable[[Request], Any],
+        context: Callable[[Request], Context],
         *,
         max_body_bytes: int = 1_000_000,
         document_cache_size: int = 1024,
         graphiql: bool = True,
+        cache: ResponseCache | None = None,
     ) -> None:
         self.schema = schema
+        self.cache = cache
         self.context = context
         self.max_body_bytes = max_body_bytes
         self.graphiql = graphiql
@@ -148,13 +154,23 @@ class GraphQLEndpoint:
             )
         self.validate(document)
         context = self.context(request)
+        key = None
+        if self.cache is not None:
+            key = self.cache.key(
+                normalized(document), params.operation_name, params.variables, context.snapshot
+            )
+            if (cached := await self.cache.get(key)) is not None:
+                return _response(cached, 200, media_type)
         result = await anyio.to_thread.run_sync(
             self._execute, document, context, params.variables, params.operation_name
         )
         if result.errors and result.data is None and all(e.path is None for e in result.errors):
             # No path: variable coercion failed, nothing was executed.
             raise RequestError(result.errors)
-        return _json(self._format(result, request_id), 200, media_type)
+        body = _encode(self._format(result, request_id))
+        if self.cache is not None and key is not None and not result.errors:
+            await self.cache.set(key, body)
+        return _response(body, 200, media_type)
 
     def _execute(
         self,
@@ -295,9 +311,22 @@ def _params_from(raw: Mapping[str, Any]) -> Params:
     return Params(query=query, operation_name=name, variables=variables)  # type: ignore[arg-type]
 
 
-def _json(payload: Any, status: int, media_type: str) -> Response:
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+def _encode(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _response(body: bytes, status: int, media_type: str) -> Response:
     return Response(body, status, media_type=f"{media_type}; charset=utf-8")
+
+
+def _json(payload: Any, status: int, media_type: str) -> Response:
+    return _response(_encode(payload), status, media_type)
+
+
+@functools.lru_cache(maxsize=1024)
+def normalized(document: DocumentNode) -> str:
+    """The document as printed by graphql-core: same meaning, same text, same cache key."""
+    return print_ast(document)
 
 
 def _error_response(

@@ -17,13 +17,14 @@ from gateway.store import Store
 class StaticSource:
     """A source that loads a fixed list of objects once and keeps them."""
 
-    def __init__(self, objects: list[dict[str, Any]]) -> None:
+    def __init__(self, objects: list[dict[str, Any]], resource_version: str | None = None) -> None:
         self.objects = objects
+        self.resource_version = resource_version
         self.status = SyncStatus("static")
         self.loaded = asyncio.Event()
 
     async def run(self, store: Store) -> None:
-        store.replace(self.objects)
+        store.replace(self.objects, self.resource_version)
         store.mark_ready()
         self.status.synced = True
         self.status.confirm()
