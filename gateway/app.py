@@ -33,6 +33,7 @@ def create_app(
     graphiql: bool = True,
     coalesce_interval: float = 1.0,
     cache: ResponseCache | None = None,
+    max_connections: int = 500,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does."""
     store = store or Store()
@@ -69,7 +70,11 @@ def create_app(
 
     endpoint = GraphQLEndpoint(schema._schema, context, graphiql=graphiql, cache=cache)
     subscriptions = SubscriptionServer(
-        store, source.status, feed, coalesce_interval=coalesce_interval
+        store,
+        source.status,
+        feed,
+        coalesce_interval=coalesce_interval,
+        max_connections=max_connections,
     )
     app = Starlette(
         routes=[

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
@@ -35,6 +36,7 @@ class SubscriptionServer(GraphQL[Context, None]):
         *,
         coalesce_interval: float = 1.0,
         max_subscriptions_per_connection: int = 20,
+        max_connections: int = 500,
         keep_alive_interval: float = 15.0,
     ) -> None:
         super().__init__(
@@ -50,6 +52,19 @@ class SubscriptionServer(GraphQL[Context, None]):
         self.status = status
         self.feed = feed
         self.coalesce_interval = coalesce_interval
+        self.max_connections = max_connections
+        self.connections = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and self.connections >= self.max_connections:
+            # Refuse the handshake (the client sees HTTP 403) before any protocol work.
+            await send({"type": "websocket.close", "code": 1013, "reason": "too many connections"})
+            return
+        self.connections += 1
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.connections -= 1
 
     async def get_context(self, request: Any, response: Any) -> Context:
         live = isinstance(request, WebSocket)

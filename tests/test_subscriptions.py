@@ -203,3 +203,49 @@ async def test_subscriptions_per_connection_are_limited(server: tuple[str, Store
         refused = await client.receive()
         assert refused["type"] == "error" and refused["id"] == "20"
         assert refused["payload"][0]["message"] == "Subscription limit reached"
+
+
+async def test_a_relist_brings_subscribers_to_the_true_state(server: tuple[str, Store]) -> None:
+    address, store = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "1",
+            'subscription { hypervisorChanged { type hypervisor { name resource(name: "cpu") { booked } } } }',
+        )
+        await asyncio.sleep(0.1)
+        # A relist: node-c vanished while disconnected, node-a changed, node-e is new.
+        objects = [o for o in fleet.objects() if o["metadata"]["name"] != "node-c"]
+        objects[0] = modified("node-a", "10")
+        new = fleet.objects()[2]
+        new["metadata"]["name"] = "node-e"
+        store.replace([*objects, new], "500")
+        events = {}
+        for _ in range(3):
+            change = (await client.next())["hypervisorChanged"]
+            events[change["hypervisor"]["name"]] = (
+                change["type"],
+                change["hypervisor"]["resource"]["booked"],
+            )
+        assert events == {
+            "node-a": ("MODIFIED", "30"),
+            "node-c": ("DELETED", "2"),
+            "node-e": ("ADDED", "2"),
+        }
+
+
+async def test_connections_per_server_are_limited() -> None:
+    async with run_server(fleet.objects(), max_connections=2) as (address, _):
+        async with (
+            websockets.connect(f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]),
+            websockets.connect(f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]),
+        ):
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                async with websockets.connect(
+                    f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]
+                ):
+                    pass
+            assert refused.value.response.status_code == 403
+        # Closed connections free their places.
+        async for client in connect(address, TRANSPORT_WS):
+            await client.subscribe("1", "subscription { fleetCapacityChanged { hypervisorCount } }")
+            assert (await client.next())["fleetCapacityChanged"] == [{"hypervisorCount": 4}]
