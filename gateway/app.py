@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
+from graphql import NoSchemaIntrospectionCustomRule
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -16,6 +19,7 @@ from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.feed import Feed
 from gateway.http import GraphQLEndpoint
+from gateway.limits import Limits
 from gateway.schema import schema
 from gateway.source import Source
 from gateway.store import Store
@@ -33,14 +37,18 @@ def create_app(
     graphiql: bool = True,
     coalesce_interval: float = 1.0,
     cache: ResponseCache | None = None,
+    limits: Limits | None = None,
+    introspection: bool = True,
+    cors_origins: Sequence[str] = (),
     max_connections: int = 500,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does."""
     store = store or Store()
+    limits = limits or Limits()
     feed = Feed(store)
 
     def context(request: Request) -> Context:
-        return Context(store, source.status, feed)
+        return Context(store, source.status, feed, max_page_size=limits.max_page_size)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -68,11 +76,21 @@ def create_app(
                 await task
             feed.stop()
 
-    endpoint = GraphQLEndpoint(schema._schema, context, graphiql=graphiql, cache=cache)
+    endpoint = GraphQLEndpoint(
+        schema._schema,
+        context,
+        limits=limits,
+        validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
+        graphiql=graphiql and introspection,
+        cache=cache,
+    )
     subscriptions = SubscriptionServer(
         store,
         source.status,
         feed,
+        limits=limits,
+        introspection=introspection,
+        allowed_origins=cors_origins,
         coalesce_interval=coalesce_interval,
         max_connections=max_connections,
     )
@@ -84,6 +102,16 @@ def create_app(
             Route("/readyz", readyz),
         ],
         lifespan=lifespan,
+        middleware=[
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type", "accept"],
+            )
+        ]
+        if cors_origins
+        else [],
     )
     app.state.store = store
     app.state.source = source

@@ -22,7 +22,15 @@ class Context:
     the snapshot current when it is sent.
     """
 
-    __slots__ = ("_snapshot", "coalesce_interval", "connection", "feed", "status", "store")
+    __slots__ = (
+        "_snapshot",
+        "coalesce_interval",
+        "connection",
+        "feed",
+        "max_page_size",
+        "status",
+        "store",
+    )
 
     def __init__(
         self,
@@ -32,12 +40,14 @@ class Context:
         *,
         pinned: bool = True,
         coalesce_interval: float = 1.0,
+        max_page_size: int = 10_000,
         connection: WebSocket | None = None,
     ) -> None:
         self.store = store
         self.status = status
         self.feed = feed
         self.coalesce_interval = coalesce_interval
+        self.max_page_size = max_page_size
         self._snapshot = store.snapshot if pinned else None
         #: The WebSocket of a subscription connection, to cut off a reader too slow to keep up.
         self.connection = connection

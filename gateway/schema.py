@@ -5,11 +5,13 @@ precomputed records in it; none of them talks to Kubernetes or the file system.
 """
 
 import datetime
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Annotated
 
 import strawberry
 from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
@@ -37,14 +39,18 @@ from gateway.types import (
     consumer_view,
 )
 
-__all__ = ["schema", "sdl"]
+__all__ = ["build_schema", "schema", "sdl"]
 
 
 FilterArg = Annotated[
     HypervisorFilter | None, strawberry.argument(description="Conditions (default: all hosts).")
 ]
 FirstArg = Annotated[
-    int | None, strawberry.argument(description="Page size (default: all remaining).")
+    int | None,
+    strawberry.argument(
+        description="Page size. Default: all remaining, up to the server's page size limit "
+        "(10000 unless configured); pageInfo.hasNextPage tells whether more follow."
+    ),
 ]
 AfterArg = Annotated[
     str | None, strawberry.argument(description="Start after this cursor (an endCursor).")
@@ -146,7 +152,13 @@ class Query:
         keys = order_keys(matches, order_by)
         ranked = sorted(zip(keys, matches, strict=True), key=lambda pair: pair[0])
         return paginate(
-            [h for _, h in ranked], [k for k, _ in ranked], first, after, cursor_key, parse_key
+            [h for _, h in ranked],
+            [k for k, _ in ranked],
+            first,
+            after,
+            cursor_key,
+            parse_key,
+            info.context.max_page_size,
         )
 
     @strawberry.field(description="A consumer by UUID across all hypervisors, or null.")
@@ -173,7 +185,15 @@ class Query:
         ]
         if filter is not None:
             records = [r for r in records if _consumer_matches(r, filter)]
-        return paginate(records, [(r.uuid,) for r in records], first, after, tuple, tuple)
+        return paginate(
+            records,
+            [(r.uuid,) for r in records],
+            first,
+            after,
+            tuple,
+            tuple,
+            info.context.max_page_size,
+        )
 
     @strawberry.field(
         description="Capacity totals for the fleet (or the hosts a filter selects), optionally "
@@ -219,20 +239,29 @@ def _parse(value: object) -> Decimal:
         raise GraphQLError(str(error)) from error
 
 
-schema = strawberry.Schema(
-    query=Query,
-    subscription=Subscription,
-    config=StrawberryConfig(
-        scalar_map={
-            Quantity: strawberry.scalar(
-                name="Quantity",
-                description=QUANTITY_DESCRIPTION,
-                serialize=_serialize,
-                parse_value=_parse,
-            )
-        }
-    ),
-)
+Extension = type[SchemaExtension] | Callable[[], SchemaExtension]
+
+
+def build_schema(extensions: Sequence[Extension] = ()) -> strawberry.Schema:
+    """The schema; extensions only matter where Strawberry executes (WebSocket)."""
+    return strawberry.Schema(
+        query=Query,
+        subscription=Subscription,
+        extensions=list(extensions),
+        config=StrawberryConfig(
+            scalar_map={
+                Quantity: strawberry.scalar(
+                    name="Quantity",
+                    description=QUANTITY_DESCRIPTION,
+                    serialize=_serialize,
+                    parse_value=_parse,
+                )
+            }
+        ),
+    )
+
+
+schema = build_schema()
 
 
 def sdl() -> str:

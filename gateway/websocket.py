@@ -8,21 +8,45 @@ connection.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.extensions import DisableIntrospection, SchemaExtension
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
 from gateway.context import Context
 from gateway.feed import Feed
-from gateway.schema import schema
+from gateway.limits import LimitError, Limits, check_document
+from gateway.schema import Extension, build_schema
 from gateway.source import SyncStatus
 from gateway.store import Store
 
 __all__ = ["SubscriptionServer"]
+
+
+class DocumentLimits(SchemaExtension):
+    """The HTTP endpoint's document limits, for operations sent over WebSocket."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+
+    def on_operation(self) -> Iterator[None]:
+        self.execution_context.parse_options["max_tokens"] = self.limits.max_tokens
+        yield
+
+    def on_validate(self) -> Iterator[None]:
+        document = self.execution_context.graphql_document
+        if document is not None:
+            try:
+                check_document(document, self.limits)
+            except LimitError as error:
+                # Counts as validation already run: the costly rules never see it.
+                self.execution_context.pre_execution_errors = [error]
+        yield
 
 
 class SubscriptionServer(GraphQL[Context, None]):
@@ -34,14 +58,21 @@ class SubscriptionServer(GraphQL[Context, None]):
         status: SyncStatus,
         feed: Feed,
         *,
+        limits: Limits,
+        introspection: bool = True,
+        allowed_origins: Sequence[str] = (),
         coalesce_interval: float = 1.0,
         max_subscriptions_per_connection: int = 20,
         max_connections: int = 500,
         keep_alive_interval: float = 15.0,
     ) -> None:
+        extensions: list[Extension] = [lambda: DocumentLimits(limits)]
+        if not introspection:
+            extensions.append(DisableIntrospection)
         super().__init__(
-            schema,
+            build_schema(extensions),
             graphql_ide=None,
+            allowed_origins=allowed_origins,
             keep_alive=True,
             keep_alive_interval=keep_alive_interval,
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
@@ -52,6 +83,7 @@ class SubscriptionServer(GraphQL[Context, None]):
         self.status = status
         self.feed = feed
         self.coalesce_interval = coalesce_interval
+        self.limits = limits
         self.max_connections = max_connections
         self.connections = 0
 
@@ -74,5 +106,6 @@ class SubscriptionServer(GraphQL[Context, None]):
             self.feed,
             pinned=not live,
             coalesce_interval=self.coalesce_interval,
+            max_page_size=self.limits.max_page_size,
             connection=request if live else None,
         )
