@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import decimal
 import re
+import reprlib
 from decimal import Decimal
 from typing import Any
 
@@ -37,6 +38,11 @@ _QUANTITY = re.compile(
 )
 _BINARY = {p: 1024**i for i, p in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), start=1)}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+#: Longest quantity string accepted: far beyond any real amount, and short enough
+#: that its digits times any suffix stay exact within CONTEXT's precision.
+MAX_LENGTH = 64
+#: Integers beyond this cannot be in range, and are too long to show in a message.
+_INT_LIMIT = 10 ** (MAX_EXPONENT + 1)
 
 
 class QuantityError(ValueError):
@@ -53,23 +59,27 @@ def parse_quantity(value: Any) -> Decimal:
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}: a boolean is not an amount")
     if isinstance(value, int):
+        if abs(value) >= _INT_LIMIT:
+            raise QuantityError("invalid quantity: integer magnitude out of range")
         return _bounded(Decimal(value), value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise QuantityError(f"invalid quantity {value!r}: not a finite number")
         return _bounded(Decimal(repr(value)), value)
     if not isinstance(value, str):
-        raise QuantityError(f"invalid quantity {value!r}: expected a string or a number")
+        raise QuantityError(f"invalid quantity {_show(value)}: expected a string or a number")
+    if len(value) > MAX_LENGTH:
+        raise QuantityError(f"invalid quantity {_show(value)}: longer than {MAX_LENGTH}")
     match = _QUANTITY.fullmatch(value)
     if match is None:
-        raise QuantityError(f"invalid quantity {value!r}")
+        raise QuantityError(f"invalid quantity {_show(value)}")
     number = Decimal(match["number"])
     if match["binary"]:
         result = CONTEXT.multiply(number, _BINARY[match["binary"]])
     elif match["exponent"]:
         exponent = int(match["exponent"][1:])
         if abs(exponent) > MAX_EXPONENT:
-            raise QuantityError(f"invalid quantity {value!r}: exponent out of range")
+            raise QuantityError(f"invalid quantity {_show(value)}: exponent out of range")
         result = number.scaleb(exponent, CONTEXT)
     elif match["decimal"]:
         result = number.scaleb(_DECIMAL[match["decimal"]], CONTEXT)
@@ -80,8 +90,13 @@ def parse_quantity(value: Any) -> Decimal:
 
 def _bounded(result: Decimal, original: Any) -> Decimal:
     if result != 0 and not -MAX_EXPONENT <= result.adjusted() <= MAX_EXPONENT:
-        raise QuantityError(f"invalid quantity {original!r}: magnitude out of range")
+        raise QuantityError(f"invalid quantity {_show(original)}: magnitude out of range")
     return result
+
+
+def _show(value: Any) -> str:
+    """A value for an error message, cut short: a hostile object can be megabytes long."""
+    return reprlib.repr(value)
 
 
 def format_quantity(value: Decimal) -> str:
