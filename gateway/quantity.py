@@ -7,7 +7,9 @@ other resource) and never pass through a float.
 
 The grammar is Kubernetes' own (``k8s.io/apimachinery/pkg/api/resource``), which is
 stricter than ``kubernetes.utils.parse_quantity``: no spaces, no underscores, no
-``NaN`` or ``Infinity``, integer exponents only.
+``NaN`` or ``Infinity``, integer exponents only. So is the value: like Kubernetes,
+an amount finer than 10**-9 is rounded up (away from zero) to the next nano unit,
+which is what every Go reader of the same object (operator, agent, scheduler) sees.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 __all__ = ["CONTEXT", "QuantityError", "format_quantity", "parse_quantity"]
 
 #: Arithmetic context for every sum and product of quantities. Quantities are
-#: bounded to 10**±MAX_EXPONENT below, so 100 digits keep every result exact.
+#: bounded to 10**MAX_EXPONENT and have at most 9 decimal places, so 100 digits
+#: keep every sum exact, and a floored product keeps its exact floor.
 CONTEXT = decimal.Context(
     prec=100,
     rounding=decimal.ROUND_FLOOR,
@@ -41,6 +44,8 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
 #: Longest quantity string accepted: far beyond any real amount, and short enough
 #: that its digits times any suffix stay exact within CONTEXT's precision.
 MAX_LENGTH = 64
+#: Kubernetes' finest unit; anything finer is rounded up to it.
+NANO = Decimal("1e-9")
 #: Integers beyond this cannot be in range, and are too long to show in a message.
 _INT_LIMIT = 10 ** (MAX_EXPONENT + 1)
 
@@ -89,7 +94,14 @@ def parse_quantity(value: Any) -> Decimal:
 
 
 def _bounded(result: Decimal, original: Any) -> Decimal:
-    if result != 0 and not -MAX_EXPONENT <= result.adjusted() <= MAX_EXPONENT:
+    """Round to whole nano units like Kubernetes, and enforce the magnitude bound."""
+    if result.is_zero():
+        return result
+    if result.adjusted() <= MAX_EXPONENT:
+        # Rounding up can carry into the next power of ten: check after it.
+        rounded = result.quantize(NANO, rounding=decimal.ROUND_UP, context=CONTEXT)
+        result = result if rounded == result else rounded
+    if result.adjusted() > MAX_EXPONENT:
         raise QuantityError(f"invalid quantity {_show(original)}: magnitude out of range")
     return result
 
