@@ -69,7 +69,7 @@ def _resource(
 ) -> ResourceCapacity:
     capacity = free = unallocated = None
     if physical is not None:
-        capacity = CONTEXT.to_integral_value(CONTEXT.multiply(physical - reserved, ratio))
+        capacity = _floor_capacity(physical, reserved, ratio)
         free = CONTEXT.subtract(capacity, booked)
         if allocated is not None:
             unallocated = CONTEXT.subtract(capacity, allocated)
@@ -85,6 +85,15 @@ def _resource(
         unallocated=unallocated,
         effective_capacity=effective,
     )
+
+
+def _floor_capacity(total: Decimal, reserved: Decimal, ratio: Decimal) -> Decimal:
+    """floor((total - reserved) * ratio), all in CONTEXT.
+
+    Never with the ``-`` operator: it rounds in the thread's default context, 28
+    digits, so a large total would silently lose its last units.
+    """
+    return CONTEXT.to_integral_value(CONTEXT.multiply(CONTEXT.subtract(total, reserved), ratio))
 
 
 def fits(hypervisor: Hypervisor, request: Mapping[str, Decimal]) -> bool:
@@ -135,13 +144,11 @@ class PlacementInventory:
     @property
     def capacity(self) -> Decimal:
         """floor((total - reserved) * allocation_ratio), floored in Placement units."""
-        return CONTEXT.to_integral_value(
-            CONTEXT.multiply(self.total - self.reserved, self.allocation_ratio)
-        )
+        return _floor_capacity(self.total, self.reserved, self.allocation_ratio)
 
     @property
     def free(self) -> Decimal:
-        return self.capacity - self.used
+        return CONTEXT.subtract(self.capacity, self.used)
 
 
 def placement_inventories(hypervisor: Hypervisor) -> tuple[PlacementInventory, ...]:
