@@ -79,6 +79,18 @@ class _Parser:
         items = (self.string(v, f"{path}[{i}]") for i, v in enumerate(self.items(value, path)))
         return tuple(s for s in items if s is not None)
 
+    def string_map(self, value: Any, path: str) -> dict[str, str]:
+        """A map of strings (labels, metadata); other values are warned about and left out.
+
+        ``str()`` would turn a YAML ``null`` into the label value ``"None"``.
+        """
+        result: dict[str, str] = {}
+        for key, item in self.mapping(value, path).items():
+            text = self.string(item, f"{path}.{key}")
+            if text is not None:
+                result[str(key)] = text
+        return result
+
     def boolean(self, value: Any, path: str) -> bool | None:
         if value is None or isinstance(value, bool):
             return value
@@ -126,7 +138,7 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ParseError("metadata.name is missing")
-    labels = {str(k): str(v) for k, v in p.mapping(meta.get("labels"), "metadata.labels").items()}
+    labels = p.string_map(meta.get("labels"), "metadata.labels")
     spec = p.mapping(obj.get("spec"), "spec")
     has_status = isinstance(obj.get("status"), Mapping)
     status = p.mapping(obj.get("status"), "status")
@@ -187,11 +199,7 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
         internal_ip=p.string(status.get("internalIp"), "status.internalIp"),
         hypervisor_version=p.string(status.get("hypervisorVersion"), "status.hypervisorVersion"),
         libvirt_version=p.string(status.get("libVirtVersion"), "status.libVirtVersion"),
-        operating_system={
-            str(k): str(v)
-            for k, v in p.mapping(status.get("operatingSystem"), "status.operatingSystem").items()
-            if v is not None
-        },
+        operating_system=_operating_system(p, status.get("operatingSystem")),
         resources=resources,
         drift=drift,
         warnings=tuple(p.warnings),
@@ -294,11 +302,10 @@ def _aggregate(p: _Parser, value: Any, source: Source, path: str) -> Aggregate |
     if not name:
         p.warn(path, "aggregate has no name; ignored")
         return None
-    metadata = p.mapping(body.get("metadata"), f"{path}.metadata")
     return Aggregate(
         name=name,
         uuid=p.string(body.get("uuid"), f"{path}.uuid"),
-        metadata={str(k): str(v) for k, v in metadata.items()},
+        metadata=p.string_map(body.get("metadata"), f"{path}.metadata"),
         source=source,
     )
 
@@ -343,6 +350,16 @@ def _instances(p: _Parser, value: Any) -> tuple[Instance, ...]:
             )
         )
     return tuple(instances)
+
+
+def _operating_system(p: _Parser, value: Any) -> dict[str, str]:
+    """status.operatingSystem as strings; its one list (gardenLinuxFeatures) comma-joined."""
+    path = "status.operatingSystem"
+    facts = {
+        key: ", ".join(p.strings(item, f"{path}.{key}")) if isinstance(item, list) else item
+        for key, item in p.mapping(value, path).items()
+    }
+    return p.string_map(facts, path)
 
 
 def _cells(p: _Parser, value: Any) -> tuple[Cell, ...]:
