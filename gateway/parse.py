@@ -33,7 +33,7 @@ from gateway.domain import (
     Trait,
     add_amounts,
 )
-from gateway.quantity import QuantityError, parse_quantity
+from gateway.quantity import QuantityError, parse_number, parse_quantity
 
 __all__ = ["ParseError", "parse_hypervisor"]
 
@@ -114,11 +114,11 @@ class _Parser:
         return result
 
     def ratios(self, value: Any, path: str) -> dict[str, Decimal]:
-        """Overcommit ratios: numbers >= 1.0 (the CRD's CEL rule)."""
+        """Overcommit ratios: plain numbers >= 1.0 (the CRD's CEL rule), not quantities."""
         result: dict[str, Decimal] = {}
         for name, raw in self.mapping(value, path).items():
             try:
-                ratio = parse_quantity(raw)
+                ratio = parse_number(raw)
             except QuantityError as error:
                 self.warn(f"{path}.{name}", f"{error}; ratio 1.0 used")
                 continue

@@ -20,7 +20,7 @@ import reprlib
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["CONTEXT", "QuantityError", "format_quantity", "parse_quantity"]
+__all__ = ["CONTEXT", "QuantityError", "format_quantity", "parse_number", "parse_quantity"]
 
 #: Arithmetic context for every sum and product of quantities. Quantities are
 #: bounded to 10**MAX_EXPONENT and have at most 9 decimal places, so 100 digits
@@ -61,16 +61,43 @@ def parse_quantity(value: Any) -> Decimal:
     JSON integers are taken as they are; a float (only YAML files can carry one) is
     read from its shortest decimal representation. Raises :class:`QuantityError`.
     """
+    result = _exact(value, units=True)
+    if result.is_zero():
+        return result
+    if result.adjusted() <= MAX_EXPONENT:
+        # Rounding up can carry into the next power of ten: the bound is checked after.
+        rounded = result.quantize(NANO, rounding=decimal.ROUND_UP, context=CONTEXT)
+        result = result if rounded == result else rounded
+    if result.adjusted() > MAX_EXPONENT:
+        raise QuantityError(f"invalid quantity {_show(value)}: magnitude out of range")
+    return result
+
+
+def parse_number(value: Any) -> Decimal:
+    """Parse a plain number, without unit, exactly: a JSON number or a string of one.
+
+    For fields the CRD types as ``number``, such as overcommit ratios. Go reads them
+    as float64, not as quantities, so they are not rounded to nano units; they are
+    bounded to 10**±MAX_EXPONENT instead. Raises :class:`QuantityError`.
+    """
+    result = _exact(value, units=False)
+    if not result.is_zero() and abs(result.adjusted()) > MAX_EXPONENT:
+        raise QuantityError(f"invalid number {_show(value)}: magnitude out of range")
+    return result
+
+
+def _exact(value: Any, *, units: bool) -> Decimal:
+    """The exact value ``value`` spells, with or without a unit suffix."""
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}: a boolean is not an amount")
     if isinstance(value, int):
         if abs(value) >= _INT_LIMIT:
             raise QuantityError("invalid quantity: integer magnitude out of range")
-        return _bounded(Decimal(value), value)
+        return Decimal(value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise QuantityError(f"invalid quantity {value!r}: not a finite number")
-        return _bounded(Decimal(repr(value)), value)
+        return Decimal(repr(value))
     if not isinstance(value, str):
         raise QuantityError(f"invalid quantity {_show(value)}: expected a string or a number")
     if len(value) > MAX_LENGTH:
@@ -78,32 +105,19 @@ def parse_quantity(value: Any) -> Decimal:
     match = _QUANTITY.fullmatch(value)
     if match is None:
         raise QuantityError(f"invalid quantity {_show(value)}")
+    if not units and (match["binary"] or match["decimal"]):
+        raise QuantityError(f"invalid number {_show(value)}: a plain number has no unit")
     number = Decimal(match["number"])
     if match["binary"]:
-        result = CONTEXT.multiply(number, _BINARY[match["binary"]])
-    elif match["exponent"]:
+        return CONTEXT.multiply(number, _BINARY[match["binary"]])
+    if match["exponent"]:
         exponent = int(match["exponent"][1:])
         if abs(exponent) > MAX_EXPONENT:
             raise QuantityError(f"invalid quantity {_show(value)}: exponent out of range")
-        result = number.scaleb(exponent, CONTEXT)
-    elif match["decimal"]:
-        result = number.scaleb(_DECIMAL[match["decimal"]], CONTEXT)
-    else:
-        result = number
-    return _bounded(result, value)
-
-
-def _bounded(result: Decimal, original: Any) -> Decimal:
-    """Round to whole nano units like Kubernetes, and enforce the magnitude bound."""
-    if result.is_zero():
-        return result
-    if result.adjusted() <= MAX_EXPONENT:
-        # Rounding up can carry into the next power of ten: check after it.
-        rounded = result.quantize(NANO, rounding=decimal.ROUND_UP, context=CONTEXT)
-        result = result if rounded == result else rounded
-    if result.adjusted() > MAX_EXPONENT:
-        raise QuantityError(f"invalid quantity {_show(original)}: magnitude out of range")
-    return result
+        return number.scaleb(exponent, CONTEXT)
+    if match["decimal"]:
+        return number.scaleb(_DECIMAL[match["decimal"]], CONTEXT)
+    return number
 
 
 def _show(value: Any) -> str:

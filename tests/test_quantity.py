@@ -24,6 +24,7 @@ from gateway.quantity import (
     MAX_LENGTH,
     QuantityError,
     format_quantity,
+    parse_number,
     parse_quantity,
 )
 from tests.objects import crd_schema
@@ -339,3 +340,35 @@ def test_format_examples() -> None:
     assert format_quantity(parse_quantity("4227289164Ki")) == "4328744103936"
     assert format_quantity(parse_quantity("1n")) == "0.000000001"
     assert format_quantity(Decimal(1) / Decimal(3)) == "0.3333333333333333333333333333"
+
+
+# parse_number: plain numbers such as overcommit ratios, which Go reads as float64.
+
+
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [
+        (2, 2),
+        (2.0, 2),
+        (1.5, Fraction(3, 2)),
+        (
+            1.1,
+            Fraction(11, 10),
+        ),  # the float's shortest decimal, not 1.100000000000000088817841970012523
+        ("1.3333333333", Fraction(13333333333, 10**10)),  # no rounding to nano units
+        ("1e3", 1000),
+        (".5", Fraction(1, 2)),
+        ("1e-30", Fraction(1, 10**30)),
+        ("-4", -4),
+    ],
+)
+def test_parse_number(value: object, number: Fraction) -> None:
+    assert Fraction(parse_number(value)) == number
+
+
+@pytest.mark.parametrize(
+    "value", ["1500m", "2Gi", "1k", "NaN", "1 ", True, None, float("nan"), 1e31, 1e-31, "1e31"]
+)
+def test_parse_number_rejects(value: object) -> None:
+    with pytest.raises(QuantityError):
+        parse_number(value)
