@@ -99,8 +99,10 @@ def _floor_capacity(total: Decimal, reserved: Decimal, ratio: Decimal) -> Decima
 def fits(hypervisor: Hypervisor, request: Mapping[str, Decimal]) -> bool:
     """Whether Placement would admit ``request`` (base units) on ``hypervisor``.
 
-    Each amount must satisfy ``amount <= free`` and ``min_unit <= amount <= max_unit``
-    (Nova sets max_unit to the physical total). Unknown capacity never fits.
+    Each amount must satisfy ``amount <= free`` and ``amount <= max_unit`` (Nova sets
+    max_unit to the physical total). Unknown capacity never fits. ``min_unit`` (one
+    VCPU, one MiB) is left to the caller, which knows whether a request in base
+    units may be smaller than that.
     """
     for name, amount in request.items():
         resource = hypervisor.resources.get(name)
