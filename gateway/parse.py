@@ -10,6 +10,7 @@ cannot be represented, and raises :class:`ParseError`.
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -100,7 +101,7 @@ class _Parser:
     def integer(self, value: Any, path: str) -> int | None:
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
-        self.warn(path, f"expected an integer, got {value!r}; ignored")
+        self.warn(path, f"expected an integer, got {reprlib.repr(value)}; ignored")
         return None
 
     def amounts(self, value: Any, path: str) -> dict[str, Decimal]:
@@ -223,7 +224,9 @@ def _bookings(p: _Parser, value: Any, hypervisor: str) -> tuple[Booking, ...]:
         if kinds[0] == "consumer":
             uuid = body.get("uuid")
             if not isinstance(uuid, str) or not _UUID.fullmatch(uuid):
-                p.warn(f"{path}.uuid", f"invalid consumer UUID {uuid!r}; booking ignored")
+                p.warn(
+                    f"{path}.uuid", f"invalid consumer UUID {reprlib.repr(uuid)}; booking ignored"
+                )
                 continue
             uuid = uuid.lower()
             if uuid in seen_consumers:

@@ -644,3 +644,15 @@ def test_parsing_does_not_modify_the_object() -> None:
     before = copy.deepcopy(obj)
     parse_hypervisor(obj)
     assert obj == before
+
+
+def test_warnings_quote_hostile_values_briefly() -> None:
+    huge = "x" * 1_000_000
+    h = parse(
+        hypervisor(
+            spec={"bookings": [{"consumer": {"uuid": huge, "resources": {"cpu": huge}}}]},
+            status={"numInstances": huge, "capacity": {"cpu": huge}},
+        )
+    )
+    assert len(h.warnings) == 4
+    assert all(len(w) < 200 for w in h.warnings), [len(w) for w in h.warnings]
