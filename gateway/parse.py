@@ -144,7 +144,8 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     has_status = isinstance(obj.get("status"), Mapping)
     status = p.mapping(obj.get("status"), "status")
 
-    bookings_tracked = spec.get("bookings") is not None
+    # Absent means "not tracked"; so does a value that is not a list of bookings.
+    bookings_tracked = isinstance(spec.get("bookings"), list)
     bookings = _bookings(p, spec.get("bookings"), name)
     overcommit = p.ratios(spec.get("overcommit"), "spec.overcommit")
     physical = p.amounts(status.get("capacity"), "status.capacity")

@@ -656,3 +656,62 @@ def test_warnings_quote_hostile_values_briefly() -> None:
     )
     assert len(h.warnings) == 4
     assert all(len(w) < 200 for w in h.warnings), [len(w) for w in h.warnings]
+
+
+@pytest.mark.parametrize("bookings", ["garbage", {"consumer": {}}, 3])
+def test_bookings_that_are_not_a_list_are_not_tracked(bookings: Any) -> None:
+    h = parse(hypervisor(spec={"bookings": bookings}, status={"instances": []}))
+    assert not h.bookings_tracked
+    assert h.drift is None
+    assert h.warnings == (
+        f"spec.bookings: expected a list, got {type(bookings).__name__}; ignored",
+    )
+
+
+@pytest.mark.parametrize(
+    "group",
+    [
+        {},
+        {"trait": {"name": "T"}, "aggregate": {"name": "A", "uuid": AGGREGATE_UUID}},
+        "T",
+    ],
+)
+def test_a_group_must_be_exactly_one_kind(group: Any) -> None:
+    h = with_spec(groups=[group, {"trait": {"name": "KEPT"}}])
+    assert h.traits == (Trait("KEPT", Source.SPEC_GROUPS),)
+    assert h.aggregates == ()
+    assert h.warnings[-1] == (
+        "spec.groups[0]: must set exactly one of trait or aggregate; group ignored"
+    )
+
+
+def test_aggregate_without_name_is_ignored() -> None:
+    h = parse(
+        hypervisor(
+            spec={"groups": [{"aggregate": {"uuid": AGGREGATE_UUID}}]},
+            status={"aggregates": [{"name": "", "uuid": AGGREGATE_UUID}, {"name": "ok"}]},
+        )
+    )
+    assert h.aggregates == (Aggregate("ok", None, {}, Source.STATUS),)
+    assert h.warnings == (
+        "spec.groups[0].aggregate: aggregate has no name; ignored",
+        "status.aggregates[0]: aggregate has no name; ignored",
+    )
+
+
+def test_aggregate_metadata_keeps_only_strings() -> None:
+    h = with_spec(
+        groups=[
+            {
+                "aggregate": {
+                    "name": "a",
+                    "uuid": AGGREGATE_UUID,
+                    "metadata": {"k": "v", "n": None, "i": 1},
+                }
+            }
+        ]
+    )
+    assert h.aggregates[0].metadata == {"k": "v"}
+    assert h.warnings == (
+        "spec.groups[0].aggregate.metadata.i: expected a string, got int; ignored",
+    )
