@@ -3,7 +3,7 @@
 The reference follows Kubernetes' ``resource.ParseQuantity`` (apimachinery
 ``pkg/api/resource/quantity.go``): grammar, suffix values, and rounding of anything
 finer than 10**-9 up, away from zero. It shares no code with ``gateway.quantity``;
-only the gateway's two documented safety bounds (string length, exponent size and
+only the gateway's documented safety bounds (string length, exponent size and
 magnitude) are imported as the policy they are.
 """
 
