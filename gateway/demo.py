@@ -130,7 +130,7 @@ class _Fleet:
         self.users = {
             p: [self.hex32() for _ in range(1 + self.rng.randrange(4))] for p in self.projects
         }
-        self.hana_projects = self.projects[:6]
+        self.hana_projects = self.projects[:3]
         self.instance_number = 0x1000
 
     def hex32(self) -> str:
@@ -334,7 +334,7 @@ def _spec(fleet: _Fleet, host: _Host) -> dict[str, Any]:
     aggregates = _aggregates(fleet, host)
     spec: dict[str, Any] = {
         "aggregates": [a["name"] for a in aggregates],
-        "allowedProjects": list(fleet.hana_projects[:3]) if hw.hana else [],
+        "allowedProjects": list(fleet.hana_projects) if hw.hana else [],
         "createCertManagerCertificate": False,
         "customTraits": [f"CUSTOM_NUMA_{hw.cores // hw.cells}C_{hw.memory_gib // hw.cells}G"],
         "evacuateOnReboot": True,
