@@ -509,13 +509,16 @@ def _conditions(fleet: _Fleet, host: _Host) -> list[dict[str, Any]]:
 class DemoSource:
     """Serves one generated fleet; it never changes, so there is nothing to watch."""
 
-    def __init__(self, size: int = 200, seed: int = 0) -> None:
+    def __init__(
+        self, size: int = 200, seed: int = 0, bookings_per_host: int | None = None
+    ) -> None:
         self.size = size
         self.seed = seed
+        self.bookings_per_host = bookings_per_host
         self.status = SyncStatus(source="demo")
 
     async def run(self, store: Store) -> None:
-        objects = await asyncio.to_thread(generate, self.size, self.seed)
+        objects = await asyncio.to_thread(generate, self.size, self.seed, self.bookings_per_host)
         store.replace(objects)
         self.status.parse_failures = len(store.rejected)
         store.mark_ready()

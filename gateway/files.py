@@ -82,7 +82,7 @@ def load_objects(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], dict[str
     """Read one file: its Hypervisor objects (with where each was) and the skipped ones.
 
     Raises ``OSError``, ``ValueError`` (bad JSON or encoding) or ``yaml.YAMLError``
-    when the file as a whole cannot be read.
+    when the file as a whole cannot be read (``RecursionError`` when nested too deeply).
     """
     data = path.read_bytes()
     documents = [json.loads(data)] if path.suffix.lower() == ".json" else _yaml_documents(data)
@@ -217,7 +217,7 @@ class FileSource:
                 return False
             try:
                 objects, skipped = load_objects(path)
-            except (OSError, ValueError, yaml.YAMLError) as error:
+            except Exception as error:  # any bad content (even nesting too deep) is data
                 failure = error
             else:
                 self._files[path] = _File(stamp, tuple(objects), skipped)
@@ -259,6 +259,8 @@ class FileSource:
 
 def _reason(error: Exception) -> str:
     """A one-line cause: the OS's words, or the parser's first line and position."""
+    if isinstance(error, RecursionError):
+        return "nested too deeply"
     if isinstance(error, OSError) and error.strerror:
         return error.strerror[0].lower() + error.strerror[1:]
     if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
