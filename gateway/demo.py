@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import logging
 import random
 from typing import Any
 
+from gateway.bulk import collector_paused
 from gateway.domain import BUILDING_BLOCK_LABEL, REGION_LABEL, WORKER_GROUP_LABEL, ZONE_LABEL
 from gateway.source import SyncStatus
 from gateway.store import Store
@@ -53,6 +53,8 @@ _HARDWARE = (
     _Hardware("Lenovo", "ThinkSystem SR950", 224, 3072, 4, True, ("HW_CPU_X86_AVX512F",)),
     _Hardware("Lenovo", "ThinkSystem SR950 V3", 256, 4096, 4, True, ("HW_CPU_X86_AMX_TILE",)),
 )
+#: The UUID variant digit (RFC 9562) for each random hex digit, two bits kept.
+_VARIANT = dict(zip("0123456789abcdef", "89ab" * 4, strict=True))
 _MAINTENANCE = ("manual", "manual", "auto", "ha", "termination")
 _BASE_TRAITS = ("COMPUTE_NET_ATTACH_INTERFACE", "COMPUTE_VOLUME_MULTI_ATTACH")
 
@@ -158,6 +160,7 @@ class _Fleet:
             bb = f"bb{bb_number:03d}"
             for node in range(min(self.rng.choice((8, 12, 16, 24, 32)), self.size - len(hosts))):
                 role = roles[len(hosts)]
+                maintenance = self.rng.choice(_MAINTENANCE) if role == "maintenance" else None
                 unused = self.rng.randrange(2, 12) * GiB + self.rng.randrange(2**20) * 1024
                 hosts.append(
                     _Host(
@@ -167,9 +170,7 @@ class _Fleet:
                         bb=bb,
                         hardware=hardware,
                         role=role,
-                        maintenance=self.rng.choice(_MAINTENANCE)
-                        if role == "maintenance"
-                        else None,
+                        maintenance=maintenance,
                         memory=hardware.memory_gib * GiB - unused,
                         cpu_ratio=ratio,
                         consumers=[],
@@ -267,9 +268,6 @@ class _Fleet:
         twice.consumers.append(dataclasses.replace(first, domain=False))
 
 
-_VARIANT = dict(zip("0123456789abcdef", "89ab" * 4, strict=True))
-
-
 def generate(
     size: int = 200, seed: int = 0, bookings_per_host: int | None = None
 ) -> list[dict[str, Any]]:
@@ -281,16 +279,9 @@ def generate(
     """
     if size < 0:
         raise ValueError(f"a fleet cannot have {size} hypervisors")
-    # Millions of small acyclic dicts: the cyclic collector would rescan the growing
-    # heap again and again for nothing (it doubles the time of a benchmark fleet).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         fleet = _Fleet(size, seed, bookings_per_host)
         return [_render(fleet, host) for host in fleet.hosts()]
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _render(fleet: _Fleet, host: _Host) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from gateway.bulk import collector_paused
 from gateway.source import SyncStatus
 from gateway.store import Store
 
@@ -85,7 +86,8 @@ def load_objects(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], dict[str
     when the file as a whole cannot be read (``RecursionError`` when nested too deeply).
     """
     data = path.read_bytes()
-    documents = [json.loads(data)] if path.suffix.lower() == ".json" else _yaml_documents(data)
+    with collector_paused():
+        documents = [json.loads(data)] if path.suffix.lower() == ".json" else _yaml_documents(data)
     objects: list[tuple[str, dict[str, Any]]] = []
     skipped: dict[str, str] = {}
     for position, obj in enumerate(_items(documents)):
