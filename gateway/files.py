@@ -117,6 +117,12 @@ def _items(documents: Iterable[Any]) -> Iterator[Any]:
             and str(document.get("kind", "")).endswith("List")
             and isinstance(document.get("items"), list)
         ):
+            if document["kind"] == "HypervisorList":
+                # A typed list's items may leave out the kind they all share.
+                for item in document["items"]:
+                    if isinstance(item, dict) and "kind" not in item:
+                        item["kind"] = "Hypervisor"
+                        item.setdefault("apiVersion", document.get("apiVersion"))
             yield from document["items"]
         else:
             yield document

@@ -104,6 +104,15 @@ def test_lists_as_kubectl_prints_them(tmp_path: Path, kind: str, suffix: str) ->
     assert skipped == {}
 
 
+def test_typed_list_items_may_leave_their_kind_out(tmp_path: Path) -> None:
+    bare = {"metadata": {"name": "a"}, "spec": {}}
+    listing = {"apiVersion": "kvm.cloud.sap/v1", "kind": "HypervisorList", "items": [bare]}
+    [(_, obj)] = load_objects(dump(tmp_path / "list.json", listing))[0]
+    assert obj["kind"] == "Hypervisor" and obj["apiVersion"] == "kvm.cloud.sap/v1"
+    plain = {"apiVersion": "v1", "kind": "List", "items": [bare]}
+    assert load_objects(dump(tmp_path / "plain.json", plain))[0] == []
+
+
 def test_json_object_and_bare_array(tmp_path: Path) -> None:
     one, _ = load_objects(dump(tmp_path / "one.json", hypervisor("a")))
     many, _ = load_objects(dump(tmp_path / "many.json", hypervisor("b"), hypervisor("c")))
