@@ -93,6 +93,8 @@ _MIB = {n: f"{n * 1024}Mi" for n in _AMOUNTS}
 
 @dataclasses.dataclass(slots=True)
 class _Consumer:
+    """One consumer on one host: its booking (if ``booked``) and its libvirt domain."""
+
     uuid: str
     flavor: _Flavor
     project: str
@@ -107,12 +109,16 @@ class _Consumer:
 
 @dataclasses.dataclass(slots=True)
 class _Host:
+    """One host as planned, before it is written out as an object."""
+
     name: str
     region: str
     zone: str
     bb: str
     hardware: _Hardware
     role: str
+    #: Whether spec.bookings exists (a new host may already carry its reservation).
+    tracked: bool
     maintenance: str | None
     memory: int
     cpu_ratio: float
@@ -161,6 +167,9 @@ class _Fleet:
             for node in range(min(self.rng.choice((8, 12, 16, 24, 32)), self.size - len(hosts))):
                 role = roles[len(hosts)]
                 maintenance = self.rng.choice(_MAINTENANCE) if role == "maintenance" else None
+                tracked = role not in ("untracked", "onboarding", "new") or (
+                    role == "new" and self.rng.random() < 0.5
+                )
                 unused = self.rng.randrange(2, 12) * GiB + self.rng.randrange(2**20) * 1024
                 hosts.append(
                     _Host(
@@ -170,6 +179,7 @@ class _Fleet:
                         bb=bb,
                         hardware=hardware,
                         role=role,
+                        tracked=tracked,
                         maintenance=maintenance,
                         memory=hardware.memory_gib * GiB - unused,
                         cpu_ratio=ratio,
@@ -342,10 +352,7 @@ def _spec(fleet: _Fleet, host: _Host) -> dict[str, Any]:
         spec["maintenance"] = host.maintenance
         if host.maintenance == "manual":
             spec["maintenanceReason"] = f"DIMM errors on cell 1, hardware ticket {host.bb}-7731"
-    tracked = host.role not in ("untracked", "onboarding", "new") or (
-        host.role == "new" and host.name.endswith(("1", "3", "5", "7", "9"))
-    )
-    if tracked:
+    if host.tracked:
         spec["bookings"] = _bookings(host)
     return spec
 

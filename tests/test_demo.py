@@ -321,6 +321,12 @@ def test_the_awkward_cases_are_all_there(snapshot: Snapshot) -> None:
     assert len(migrating) >= 2
     assert sum(1 for h in hosts for c in h.consumers if c.consumer_type == "MIGRATION") >= 2
     assert 2 <= sum(not h.has_status for h in hosts) <= 10
+    new = [h for h in hosts if not h.has_status]
+    assert any(h.bookings_tracked for h in new) and not all(h.bookings_tracked for h in new)
+    # A new host's reservation is known, its capacity is not.
+    reserved_only = next(h for h in new if h.bookings_tracked)
+    assert reserved_only.resources["cpu"].reserved > 0
+    assert reserved_only.resources["cpu"].capacity is None
     assert 15 <= sum(not h.bookings_tracked for h in hosts) <= 40
     assert 2 <= sum(h.overcommitted for h in hosts) <= 10
     assert 3 <= sum(h.maintenance is not None for h in hosts) <= 10
