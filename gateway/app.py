@@ -15,11 +15,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
+from gateway.access import RequestObserver
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.feed import Feed
 from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
+from gateway.metrics import Metrics, StateCollector
 from gateway.schema import schema
 from gateway.source import Source
 from gateway.store import Store
@@ -94,12 +96,14 @@ def create_app(
         coalesce_interval=coalesce_interval,
         max_connections=max_connections,
     )
+    metrics = Metrics(StateCollector(store, source.status, feed, subscriptions, cache))
     app = Starlette(
         routes=[
             Route("/graphql", endpoint.handle, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             WebSocketRoute("/graphql", subscriptions),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
+            Route("/metrics", metrics.endpoint),
         ],
         lifespan=lifespan,
         middleware=[
@@ -116,6 +120,8 @@ def create_app(
     app.state.store = store
     app.state.source = source
     app.state.cache = cache
+    app.state.metrics = metrics
+    app.add_middleware(RequestObserver, metrics=metrics)
     return app
 
 

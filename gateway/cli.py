@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gateway import __version__
 from gateway.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.logs import configure as configure_logging
 from gateway.settings import Settings, add_arguments, from_arguments
 from gateway.source import Source
 
@@ -38,13 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "export-schema":
         return _export_schema(args.output)
     settings = from_arguments(args)
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
+        configure_logging(settings.log_level, settings.log_format)
         source = build_source(settings)
         cache = build_cache(settings)
-    except StartupError as error:
+    except (StartupError, ValueError) as error:
         print(f"hypervisor-gateway: {error}", file=sys.stderr)
         return 2
     _serve(settings, source, cache)
@@ -84,9 +83,8 @@ def build_cache(settings: Settings) -> ResponseCache | None:
 
 
 def _serve(settings: Settings, source: Source, cache: ResponseCache | None) -> None:
-    import uvicorn
-
     from gateway.app import create_app
+    from gateway.server import serve
 
     app = create_app(
         source,
@@ -97,7 +95,7 @@ def _serve(settings: Settings, source: Source, cache: ResponseCache | None) -> N
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port
     )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    serve(app, host=settings.host, port=settings.port, shutdown_timeout=settings.shutdown_timeout)
 
 
 def _export_schema(output: str | None) -> int:

@@ -118,8 +118,10 @@ class GraphQLEndpoint:
             params = await self._params(request)
             response = await self._run(request, params, media_type, request_id)
         except HttpError as error:
+            request.state.outcome = "rejected"
             response = _error_response(error.status, str(error), JSON, error.headers)
         except RequestError as error:
+            request.state.outcome = "rejected"
             status = error.status or (400 if media_type == GRAPHQL_RESPONSE else 200)
             response = _json({"errors": [e.formatted for e in error.errors]}, status, media_type)
         response.headers["x-request-id"] = request_id
@@ -153,6 +155,7 @@ class GraphQLEndpoint:
             name = params.operation_name
             message = f"unknown operation {name!r}" if name else "operationName is required"
             raise RequestError([GraphQLError(message)])
+        request.state.operation = operation.name.value if operation.name else None
         if operation.operation is not OperationType.QUERY:
             if request.method == "GET":
                 raise HttpError(405, "only queries can be sent with GET", {"allow": "POST"})
@@ -172,11 +175,13 @@ class GraphQLEndpoint:
                 normalized(document), params.operation_name, params.variables, context.snapshot
             )
             if (cached := await self.cache.get(key)) is not None:
+                request.state.outcome = "ok"
                 return _response(cached, 200, media_type)
         result = await self._run_limited(document, context, params)
         if result.errors and result.data is None and all(e.path is None for e in result.errors):
             # No path: variable coercion failed, nothing was executed.
             raise RequestError(result.errors)
+        request.state.outcome = "error" if result.errors else "ok"
         body = _encode(self._format(result, request_id))
         if self.cache is not None and key is not None and not result.errors:
             await self.cache.set(key, body)

@@ -25,12 +25,14 @@ class Settings:
     kubeconfig: str | None = None
     context: str | None = None
     log_level: str = "info"
+    log_format: str = "auto"
     graphiql: bool = True
     cache: str = "memory"
     cache_entries: int = 2000
     redis_url: str | None = None
     cache_ttl: int = 300
     coalesce_interval: float = 1.0
+    shutdown_timeout: int = 20
 
     @property
     def source(self) -> str:
@@ -53,6 +55,7 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
     ("kubeconfig", "KUBECONFIG", str, "kubeconfig file (default: in-cluster, then ~/.kube/config)"),
     ("context", "GATEWAY_CONTEXT", str, "kubeconfig context to use"),
     ("log_level", "GATEWAY_LOG_LEVEL", str, "debug, info, warning or error (default info)"),
+    ("log_format", "GATEWAY_LOG_FORMAT", str, "json, text or auto: json unless on a terminal"),
     ("cache", "GATEWAY_CACHE", str, "response cache: memory, redis or off (default memory)"),
     ("cache_entries", "GATEWAY_CACHE_ENTRIES", int, "responses kept in memory (default 2000)"),
     ("redis_url", "GATEWAY_REDIS_URL", str, "Redis for the shared cache, redis://host:6379/0"),
@@ -62,6 +65,12 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_COALESCE_INTERVAL",
         float,
         "seconds between fleetCapacityChanged messages under churn (default 1)",
+    ),
+    (
+        "shutdown_timeout",
+        "GATEWAY_SHUTDOWN_TIMEOUT",
+        int,
+        "seconds to finish requests and close subscriptions on SIGTERM (default 20)",
     ),
 ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from typing import Protocol
 
 from gateway.store import Store
@@ -23,6 +24,8 @@ class SyncStatus:
     relists: int = 0
     watch_restarts: int = 0
     parse_failures: int = 0
+    #: Watch events received, by type (ADDED, MODIFIED, DELETED, BOOKMARK).
+    events: Counter[str] = dataclasses.field(default_factory=Counter)
 
     def confirm(self, event: bool = True) -> None:
         """The cache was just shown to be current (an event, a bookmark, a reload)."""

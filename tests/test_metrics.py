@@ -1,0 +1,275 @@
+"""/metrics: per-request figures as they happen, the gateway's state as it is at scrape."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+from prometheus_client.parser import text_string_to_metric_families
+from starlette.applications import Starlette
+
+from gateway.app import create_app
+from gateway.cache import BoundedMemoryCache, ResponseCache
+from gateway.metrics import Metrics, OperationNames
+from gateway.store import Store
+from tests import fleet, objects
+from tests.support import StaticSource, run_server
+
+P = "hypervisor_gateway_"
+
+
+class Gateway:
+    """The real app with its lifespan running, its source and store, and a client."""
+
+    def __init__(self, app: Starlette, source: StaticSource, client: httpx.AsyncClient) -> None:
+        self.app = app
+        self.source = source
+        self.store: Store = app.state.store
+        self.client = client
+
+    async def scrape(self, accept: str | None = None) -> dict[tuple[str, frozenset[Any]], float]:
+        """Every sample of one scrape: (name, labels) -> value."""
+        headers = {"accept": accept} if accept else {}
+        response = await self.client.get("/metrics", headers=headers)
+        assert response.status_code == 200
+        return {
+            (sample.name, frozenset(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(response.text)
+            for sample in family.samples
+        }
+
+    async def value(self, name: str, **labels: str) -> float:
+        return (await self.scrape())[(P + name, frozenset(labels.items()))]
+
+    async def post(self, query: str, **variables: Any) -> httpx.Response:
+        return await self.client.post("/graphql", json={"query": query, "variables": variables})
+
+
+@contextlib.asynccontextmanager
+async def gateway(objs: list[dict[str, Any]], **options: Any) -> AsyncIterator[Gateway]:
+    source = StaticSource(objs)
+    app = create_app(source, Store(), **options)
+    async with app.router.lifespan_context(app):
+        await source.loaded.wait()
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            yield Gateway(app, source, client)
+
+
+@pytest.fixture
+async def gw() -> AsyncIterator[Gateway]:
+    cache = ResponseCache(BoundedMemoryCache(max_entries=100))
+    async with gateway(fleet.objects(), cache=cache) as running:
+        yield running
+
+
+async def test_requests_are_counted_by_operation_and_outcome(gw: Gateway) -> None:
+    await gw.post("query Names { hypervisors { totalCount } }")
+    await gw.post("query Names { hypervisors { totalCount } }")
+    await gw.post("{ hypervisors { totalCount } }")
+    await gw.post("query Negative { hypervisors(first: -1) { totalCount } }")
+    await gw.post("query Invalid { noSuchField }")
+    await gw.post("{ not a document")
+    samples = await gw.scrape()
+
+    def requests(operation: str, outcome: str) -> float:
+        labels = frozenset({"operation": operation, "outcome": outcome}.items())
+        return samples.get((P + "graphql_requests_total", labels), 0.0)
+
+    assert requests("Names", "ok") == 2
+    assert requests("anonymous", "ok") == 1
+    assert requests("Negative", "error") == 1
+    assert requests("Invalid", "rejected") == 1
+    assert requests("unknown", "rejected") == 1
+    latency = P + "graphql_request_duration_seconds_count"
+    assert samples[(latency, frozenset({"operation": "Names", "outcome": "ok"}.items()))] == 2
+    assert (
+        samples[
+            (
+                P + "graphql_request_duration_seconds_sum",
+                frozenset({"operation": "Names", "outcome": "ok"}.items()),
+            )
+        ]
+        > 0
+    )
+
+
+async def test_probes_graphiql_and_scrapes_are_not_graphql_requests(gw: Gateway) -> None:
+    await gw.client.get("/healthz")
+    await gw.client.get("/graphql", headers={"accept": "text/html"})
+    await gw.scrape()
+    samples = await gw.scrape()
+    assert not [key for key in samples if key[0] == P + "graphql_requests_total"]
+
+
+async def test_in_flight_counts_the_scrape_itself_and_nothing_left_over(gw: Gateway) -> None:
+    for _ in range(3):
+        await gw.post("{ hypervisors { totalCount } }")
+        assert await gw.value("http_requests_in_flight") == 1
+
+
+async def test_cache_hits_and_misses(gw: Gateway) -> None:
+    document = "query Zones { fleetCapacity(groupBy: ZONE) { key } }"
+    await gw.post(document)
+    await gw.post(document)
+    await gw.post(document)
+    assert await gw.value("response_cache_misses_total") == 1
+    assert await gw.value("response_cache_stores_total") == 1
+    assert await gw.value("response_cache_hits_total") == 2
+    assert await gw.value("response_cache_errors_total") == 0
+    assert await gw.value("response_cache_degraded") == 0
+    gw.store.upsert(
+        objects.hypervisor("node-new")
+    )  # a new generation: the old answer is unreachable
+    await gw.post(document)
+    assert await gw.value("response_cache_misses_total") == 2
+
+
+async def test_no_cache_figures_without_a_cache() -> None:
+    async with gateway(fleet.objects()) as running:
+        assert not [name for name, _ in await running.scrape() if "response_cache" in name]
+
+
+async def test_store_figures_follow_the_store(gw: Gateway) -> None:
+    count = len(fleet.objects())
+    assert await gw.value("hypervisors") == count
+    assert await gw.value("rejected_objects") == 0
+    assert await gw.value("parse_warnings") == 0
+    uuid = objects.uuid_of(7)
+    twice = {
+        "bookings": [objects.consumer(uuid, {"cpu": "1"}), objects.consumer(uuid, {"cpu": "2"})]
+    }
+    gw.store.upsert(objects.hypervisor("node-twice", spec=twice))
+    gw.store.upsert({"kind": "Hypervisor", "metadata": {}})  # no name: rejected
+    assert await gw.value("hypervisors") == count + 1
+    assert await gw.value("parse_warnings") == 1
+    assert await gw.value("rejected_objects") == 1
+    gw.store.delete("node-twice")
+    assert await gw.value("hypervisors") == count
+    assert await gw.value("parse_warnings") == 0
+
+
+async def test_source_figures_follow_the_sync_status(gw: Gateway) -> None:
+    status = gw.source.status
+    assert await gw.value("ready") == 1
+    assert await gw.value("relists_total") == 0
+    assert await gw.value("watch_events_total", type="BOOKMARK") == 0
+    assert 0 <= await gw.value("seconds_since_last_sync") < 60
+    status.relists += 2
+    status.watch_restarts += 3
+    status.events["MODIFIED"] += 5
+    status.events["BOOKMARK"] += 1
+    status.error = "HTTP 403 Forbidden"
+    assert await gw.value("relists_total") == 2
+    assert await gw.value("watch_restarts_total") == 3
+    assert await gw.value("watch_events_total", type="MODIFIED") == 5
+    assert await gw.value("watch_events_total", type="BOOKMARK") == 1
+    assert await gw.value("watch_events_total", type="ADDED") == 0
+    assert await gw.value("source_error") == 1
+    status.confirmed_at = None
+    assert await gw.value("seconds_since_last_sync") == float("inf")
+
+
+async def test_auth_decisions_start_at_zero_and_count(gw: Gateway) -> None:
+    metrics: Metrics = gw.app.state.metrics
+    for decision in ("allowed", "denied", "invalid", "error"):
+        assert await gw.value("auth_decisions_total", decision=decision) == 0
+    metrics.auth_decision("denied")
+    metrics.auth_decision("denied")
+    assert await gw.value("auth_decisions_total", decision="denied") == 2
+    with pytest.raises(ValueError, match="maybe"):
+        metrics.auth_decision("maybe")
+
+
+async def test_each_app_has_its_own_registry(gw: Gateway) -> None:
+    async with gateway(fleet.objects()) as other:
+        await gw.post("query Mine { hypervisors { totalCount } }")
+        mine = frozenset({"operation": "Mine", "outcome": "ok"}.items())
+        assert (await gw.scrape())[(P + "graphql_requests_total", mine)] == 1
+        assert (P + "graphql_requests_total", mine) not in await other.scrape()
+
+
+async def test_openmetrics_when_asked(gw: Gateway) -> None:
+    response = await gw.client.get("/metrics", headers={"accept": "application/openmetrics-text"})
+    assert response.headers["content-type"].startswith("application/openmetrics-text")
+    assert response.text.endswith("# EOF\n")
+    plain = await gw.client.get("/metrics")
+    assert plain.headers["content-type"].startswith("text/plain")
+
+
+def test_operation_names_are_bounded() -> None:
+    names = OperationNames(limit=2, length=8)
+    assert names.label(None) == "anonymous"
+    assert names.label("Anything", known=False) == "unknown"
+    assert names.label("First") == "First"
+    assert names.label("AVeryLongOperationName") == "AVeryLon"
+    assert names.label("Third") == "other"
+    assert names.label("First") == "First"  # names seen before the cap keep their label
+
+
+async def test_many_operation_names_make_few_series() -> None:
+    async with gateway(fleet.objects()) as running:
+        for n in range(80):
+            await running.post(f"query Op{n} {{ hypervisors {{ totalCount }} }}")
+        samples = await running.scrape()
+    operations = {
+        dict(labels)["operation"]
+        for name, labels in samples
+        if name == P + "graphql_requests_total"
+    }
+    assert len(operations) == 51  # the first 50 names, then "other"
+    assert "other" in operations
+    assert (
+        samples[
+            (
+                P + "graphql_requests_total",
+                frozenset({"operation": "other", "outcome": "ok"}.items()),
+            )
+        ]
+        == 30
+    )
+
+
+async def test_websocket_connections_and_subscription_streams() -> None:
+    async with run_server(fleet.objects()) as (address, _):
+        url = f"http://{address}/metrics"
+
+        async def scrape() -> dict[str, float]:
+            async with httpx.AsyncClient() as client:
+                text = (await client.get(url)).text
+            return {
+                s.name: s.value
+                for f in text_string_to_metric_families(text)
+                for s in f.samples
+                if not s.labels
+            }
+
+        async with websockets.connect(
+            f"ws://{address}/graphql", subprotocols=["graphql-transport-ws"]
+        ) as ws:
+            await ws.send(json.dumps({"type": "connection_init"}))
+            assert json.loads(await ws.recv())["type"] == "connection_ack"
+            subscription = "subscription { hypervisorChanged { type } }"
+            await ws.send(
+                json.dumps({"id": "1", "type": "subscribe", "payload": {"query": subscription}})
+            )
+            for _ in range(100):
+                figures = await scrape()
+                if figures[P + "subscription_streams"] == 1:
+                    break
+                await asyncio.sleep(0.02)
+            assert figures[P + "websocket_connections"] == 1
+            assert figures[P + "subscription_streams"] == 1
+        for _ in range(100):
+            figures = await scrape()
+            if figures[P + "websocket_connections"] == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert figures[P + "websocket_connections"] == 0
+        assert figures[P + "subscription_streams"] == 0
