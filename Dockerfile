@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+# The gateway as a small, non-root image that runs on a read-only root filesystem.
+#   docker build -t hypervisor-gateway .
+#   docker run --rm -p 8080:8080 --read-only --tmpfs /tmp hypervisor-gateway --demo
+
+# Build wheels of the project and every dependency, so the final stage installs
+# offline and carries no compiler, no pip cache, no sources.
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY gateway ./gateway
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim
+# No .pyc written at run time (the root filesystem is read-only; pip compiled them
+# at install time), and log lines leave at once.
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    GATEWAY_HOST=0.0.0.0 \
+    GATEWAY_PORT=8080
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    pip install --no-cache-dir --no-index --find-links=/wheels hypervisor-gateway \
+    && useradd --system --uid 10001 --user-group --no-create-home --home-dir /tmp \
+       --shell /usr/sbin/nologin gateway
+USER 10001:10001
+WORKDIR /tmp
+EXPOSE 8080
+ENTRYPOINT ["hypervisor-gateway", "serve"]

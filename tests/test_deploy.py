@@ -1,0 +1,300 @@
+"""The Dockerfile, compose file and Kubernetes manifests agree with the code they ship.
+
+There is no container engine or cluster here: the files are checked for what a
+mistake in them would break (a probe on a route that does not exist, an
+environment variable the settings never read, a Service that selects no pod,
+RBAC that forgets a verb the gateway needs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator, Mapping
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway.cli import build_cache
+from gateway.logs import FORMATS
+from gateway.settings import Settings, add_arguments, from_arguments
+from tests import fleet
+from tests.support import serve
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+BASE = DEPLOY / "base"
+NAMESPACE = "hypervisor-gateway"
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def kustomization_resources(directory: Path) -> Iterator[dict[str, Any]]:
+    """The objects a kustomization puts together, following directories it includes."""
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    for entry in kustomization["resources"]:
+        target = directory / entry
+        if target.is_dir():
+            yield from kustomization_resources(target)
+        else:
+            yield from documents(target)
+
+
+def objects(directory: Path = BASE) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(o["kind"], o["metadata"]["name"]): o for o in kustomization_resources(directory)}
+
+
+def deployment() -> dict[str, Any]:
+    return objects()[("Deployment", "hypervisor-gateway")]
+
+
+def container() -> dict[str, Any]:
+    (only,) = deployment()["spec"]["template"]["spec"]["containers"]
+    return only
+
+
+class Recording(Mapping[str, str]):
+    """An environment that remembers which variables were looked up."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self.values = dict(values)
+        self.asked: set[str] = set()
+
+    def __getitem__(self, key: str) -> str:
+        self.asked.add(key)
+        return self.values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def settings_from(environment: Mapping[str, str]) -> Settings:
+    """The settings an environment gives; fails for a variable no setting reads."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    recording = Recording(environment)
+    settings = from_arguments(parser.parse_args([]), recording)
+    unread = set(environment) - recording.asked
+    assert not unread, f"no setting reads {sorted(unread)}"
+    assert settings.log_format in FORMATS
+    build_cache(settings)  # raises for a cache the gateway cannot build
+    return settings
+
+
+def test_every_kustomization_resource_exists() -> None:
+    kustomizations = sorted(DEPLOY.rglob("kustomization.yaml"))
+    assert {k.parent for k in kustomizations} >= {BASE, DEPLOY / "monitoring"}
+    for kustomization in kustomizations:
+        for entry in yaml.safe_load(kustomization.read_text())["resources"]:
+            target = kustomization.parent / entry
+            assert target.is_file() or (target / "kustomization.yaml").is_file(), target
+
+
+def test_every_object_is_complete_and_namespaced_objects_land_in_one_namespace() -> None:
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    for (kind, name), obj in objects(DEPLOY / "monitoring").items():
+        assert obj["apiVersion"] and name, (kind, name)
+        if kind != "Namespace":
+            assert obj["metadata"]["labels"]["app.kubernetes.io/name"] == NAMESPACE
+        if kind not in cluster_scoped:
+            # Set by the kustomization, or (the optional ServiceMonitor) by itself.
+            assert obj["metadata"].get("namespace", NAMESPACE) == NAMESPACE
+    assert yaml.safe_load((BASE / "kustomization.yaml").read_text())["namespace"] == NAMESPACE
+
+
+async def test_probes_and_scrapes_point_to_routes_that_answer() -> None:
+    paths = {
+        container()["livenessProbe"]["httpGet"]["path"],
+        container()["readinessProbe"]["httpGet"]["path"],
+        *(
+            e["path"]
+            for e in objects(DEPLOY / "monitoring")[("ServiceMonitor", NAMESPACE)]["spec"][
+                "endpoints"
+            ]
+        ),
+    }
+    assert paths == {"/healthz", "/readyz", "/metrics"}
+    async with serve(fleet.objects()) as (client, _):
+        for path in paths:
+            assert (await client.get(path)).status_code == 200, path
+
+
+def test_ports_line_up_from_service_to_container_to_settings() -> None:
+    ports = {p["name"]: p["containerPort"] for p in container()["ports"]}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container()[probe]["httpGet"]["port"] in ports
+    service = objects()[("Service", NAMESPACE)]
+    assert {p["targetPort"] for p in service["spec"]["ports"]} <= set(ports)
+    monitor = objects(DEPLOY / "monitoring")[("ServiceMonitor", NAMESPACE)]
+    assert {e["port"] for e in monitor["spec"]["endpoints"]} <= {
+        p["name"] for p in service["spec"]["ports"]
+    }
+    env = {e["name"]: e["value"] for e in container()["env"]}
+    assert settings_from(env).port in ports.values()
+
+
+def test_selectors_select_the_pods() -> None:
+    pod_labels = deployment()["spec"]["template"]["metadata"]["labels"]
+    service = objects()[("Service", NAMESPACE)]
+    budget = objects()[("PodDisruptionBudget", NAMESPACE)]
+    for selector in (
+        service["spec"]["selector"],
+        deployment()["spec"]["selector"]["matchLabels"],
+        budget["spec"]["selector"]["matchLabels"],
+    ):
+        assert selector.items() <= pod_labels.items()
+    monitor = objects(DEPLOY / "monitoring")[("ServiceMonitor", NAMESPACE)]
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
+
+
+def test_the_pod_runs_locked_down_with_resources() -> None:
+    spec = deployment()["spec"]["template"]["spec"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] != 0
+    security = container()["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+    mounts = {m["mountPath"]: m["name"] for m in container()["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]  # the only writable place
+    resources = container()["resources"]
+    assert set(resources["requests"]) == set(resources["limits"]) == {"cpu", "memory"}
+    shutdown = settings_from({e["name"]: e["value"] for e in container()["env"]}).shutdown_timeout
+    assert spec["terminationGracePeriodSeconds"] > shutdown + 5  # preStop pause included
+
+
+def test_the_deployment_is_configured_only_by_real_settings() -> None:
+    env = {e["name"]: e["value"] for e in container()["env"]}
+    settings = settings_from(env)
+    assert settings.host == "0.0.0.0"
+    assert settings.log_format == "json"
+    assert "args" not in container() and "command" not in container()
+
+
+def _rules(role: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_rbac_grants_the_gateway_what_it_needs_and_no_more() -> None:
+    role = objects()[("ClusterRole", NAMESPACE)]
+    read = {("kvm.cloud.sap", "hypervisors", v) for v in ("get", "list", "watch")}
+    reviews = {
+        ("authentication.k8s.io", "tokenreviews", "create"),
+        ("authorization.k8s.io", "subjectaccessreviews", "create"),
+    }
+    assert _rules(role) == read | reviews
+    assert _rules(objects()[("ClusterRole", "hypervisor-reader")]) == read
+    binding = objects()[("ClusterRoleBinding", NAMESPACE)]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": NAMESPACE,
+    }
+    account = deployment()["spec"]["template"]["spec"]["serviceAccountName"]
+    assert ("ServiceAccount", account) in objects()
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    ]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl renders kustomizations")
+@pytest.mark.parametrize("directory", ["base", "monitoring"])
+def test_kustomize_renders(directory: str) -> None:
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(DEPLOY / directory)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    kinds = [d["kind"] for d in yaml.safe_load_all(rendered)]
+    assert len(kinds) == len(list(kustomization_resources(DEPLOY / directory)))
+    assert "ServiceMonitor" in kinds if directory == "monitoring" else "ServiceMonitor" not in kinds
+
+
+def _compose() -> dict[str, Any]:
+    compose: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return compose
+
+
+def test_compose_runs_the_demo_with_a_shared_redis_cache() -> None:
+    services = _compose()["services"]
+    gateway, redis = services["gateway"], services["redis"]
+    settings = settings_from(gateway["environment"])
+    assert settings.demo and settings.host == "0.0.0.0"
+    assert settings.cache == "redis"
+    assert settings.redis_url is not None
+    host = re.match(r"redis://([^:/]+)", settings.redis_url)
+    assert host is not None and host.group(1) in services
+    assert gateway["ports"] == [f"{settings.port}:{settings.port}"]
+    assert gateway["depends_on"] == {"redis": {"condition": "service_healthy"}}
+    assert "healthcheck" in redis
+    assert gateway["build"] == "."
+    assert gateway["read_only"] is True and gateway["tmpfs"] == ["/tmp"]
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    """(instruction, arguments), continuation lines joined, comments left out."""
+    text = re.sub(r"\\\n", " ", (ROOT / "Dockerfile").read_text())
+    lines = [line.strip() for line in text.splitlines()]
+    return [
+        (line.split(None, 1)[0].upper(), line.split(None, 1)[1])
+        for line in lines
+        if line and not line.startswith("#")
+    ]
+
+
+def test_dockerfile_builds_a_small_non_root_image() -> None:
+    steps = _dockerfile()
+    bases = [args for kind, args in steps if kind == "FROM"]
+    assert [b.split()[0] for b in bases] == ["python:3.11-slim", "python:3.11-slim"]
+    final = steps[max(i for i, (kind, _) in enumerate(steps) if kind == "FROM") :]
+    (user,) = [args for kind, args in final if kind == "USER"]
+    uid = int(user.split(":")[0])
+    assert uid != 0
+    assert uid == deployment()["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+    env = " ".join(args for kind, args in final if kind == "ENV")
+    assert "PYTHONDONTWRITEBYTECODE=1" in env
+    (exposed,) = [args for kind, args in final if kind == "EXPOSE"]
+    assert f"GATEWAY_PORT={exposed}" in env
+    (entrypoint,) = [args for kind, args in final if kind == "ENTRYPOINT"]
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert yaml.safe_load(entrypoint) == [next(iter(scripts)), "serve"]
+
+
+def test_dockerignore_keeps_what_the_build_copies() -> None:
+    ignored = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    copied = [
+        source
+        for kind, args in _dockerfile()
+        if kind == "COPY" and "--from" not in args
+        for source in args.split()[:-1]
+    ]
+    assert copied
+    for source in copied:
+        assert (ROOT / source).exists(), source
+        assert not any(fnmatch(source, pattern) for pattern in ignored), source
+    assert ".git" in ignored and "tests" in ignored
