@@ -144,3 +144,10 @@ async def test_one_line_per_request_without_secrets(caplog: pytest.LogCaptureFix
     for entry in (post_line, get_line, probe):
         assert SECRET not in JsonFormatter().format(entry)
         assert SECRET not in TextFormatter().format(entry)
+
+
+def test_the_command_refuses_an_unknown_format(capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.cli import main
+
+    assert main(["serve", "--demo", "--log-format", "yaml"]) == 2
+    assert "log format 'yaml'" in capsys.readouterr().err
