@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import signal
 import socket
+import time
 from types import FrameType
 
 import uvicorn
@@ -89,10 +90,17 @@ class GracefulServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in self.servers:
             server.close()  # no new connection while the open ones are closed
-        # What is still open after the graceful timeout is left to uvicorn's shutdown.
+        grace = self.config.timeout_graceful_shutdown
+        started = time.monotonic()
+        # What is still open after the grace period is left to uvicorn's shutdown.
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.config.timeout_graceful_shutdown):
+            async with asyncio.timeout(grace):
                 await self.websockets.close_all(GOING_AWAY, "server shutting down")
+        if grace is not None:
+            # The grace period is one, for subscriptions and requests together.
+            self.config.timeout_graceful_shutdown = max(
+                0, int(grace - (time.monotonic() - started))
+            )
         await super().shutdown(sockets)
 
 
