@@ -86,6 +86,7 @@ def build_cache(settings: Settings) -> ResponseCache | None:
 def _serve(settings: Settings, source: Source, cache: ResponseCache | None) -> None:
     import uvicorn
 
+    from gateway import server
     from gateway.app import create_app
 
     app = create_app(
@@ -97,7 +98,9 @@ def _serve(settings: Settings, source: Source, cache: ResponseCache | None) -> N
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port
     )
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    uvicorn.Server(
+        server.config(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    ).run()
 
 
 def _export_schema(output: str | None) -> int:
