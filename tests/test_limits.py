@@ -22,14 +22,16 @@ GQL = "application/graphql-response+json"
 
 
 @contextlib.asynccontextmanager
-async def gateway(objects: list[dict[str, Any]] | None = None,
-                  **options: Any) -> AsyncIterator[httpx.AsyncClient]:
+async def gateway(
+    objects: list[dict[str, Any]] | None = None, **options: Any
+) -> AsyncIterator[httpx.AsyncClient]:
     source = StaticSource(objects if objects is not None else fleet.objects())
     app = create_app(source, Store(), **options)
     async with app.router.lifespan_context(app):
         await source.loaded.wait()
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://gateway") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://gateway"
+        ) as client:
             yield client
 
 
@@ -78,8 +80,10 @@ async def test_fragment_bomb_is_refused_before_validation() -> None:
 
 
 async def test_cyclic_fragments() -> None:
-    query = ("{ hypervisors { nodes { ...A } } } fragment A on Hypervisor { name ...B } "
-             "fragment B on Hypervisor { zone ...A }")
+    query = (
+        "{ hypervisors { nodes { ...A } } } fragment A on Hypervisor { name ...B } "
+        "fragment B on Hypervisor { zone ...A }"
+    )
     async with gateway() as client:
         response = await post(client, query)
     assert response.status_code == 400
@@ -99,9 +103,13 @@ async def test_body_size() -> None:
         response = await client.post("/graphql", json={"query": "{ __typename }", "x": "y" * 2000})
         assert response.status_code == 413
         names = [f"node-{n}" for n in range(100)]  # a list in variables within the limit is fine
-        ok = await client.post("/graphql", json={
-            "query": "query($n: [String!]) { hypervisors(filter: {names: $n}) { totalCount } }",
-            "variables": {"n": names[:50]}})
+        ok = await client.post(
+            "/graphql",
+            json={
+                "query": "query($n: [String!]) { hypervisors(filter: {names: $n}) { totalCount } }",
+                "variables": {"n": names[:50]},
+            },
+        )
         assert ok.status_code == 200
 
 
@@ -109,13 +117,17 @@ async def test_page_size() -> None:
     async with gateway(limits=Limits(max_page_size=2)) as client:
         response = await post(client, "{ hypervisors(first: 3) { totalCount } }")
         assert response.json()["errors"][0]["message"] == "first is 3; the page size limit is 2"
-        capped = await post(client, "{ hypervisors { totalCount pageInfo { hasNextPage } nodes { name } } }")
+        capped = await post(
+            client, "{ hypervisors { totalCount pageInfo { hasNextPage } nodes { name } } }"
+        )
     page = capped.json()["data"]["hypervisors"]
     assert page["totalCount"] == 4 and len(page["nodes"]) == 2 and page["pageInfo"]["hasNextPage"]
 
 
-HEAVY = ("{ hypervisors { nodes { name bookings { ... on ConsumerBooking { uuid projectId "
-         "resources { name amount } } } resources { name capacity booked free } } } }")
+HEAVY = (
+    "{ hypervisors { nodes { name bookings { ... on ConsumerBooking { uuid projectId "
+    "resources { name amount } } } resources { name capacity booked free } } } }"
+)
 
 
 async def test_execution_time_and_concurrency() -> None:
@@ -128,8 +140,9 @@ async def test_execution_time_and_concurrency() -> None:
         assert time.monotonic() - started < 1.0  # answered at the deadline, not at the end
         assert (await client.get("/healthz")).status_code == 200
     async with gateway(fleet_objects, limits=Limits(max_concurrent=1)) as client:
-        statuses = sorted(r.status_code for r in await asyncio.gather(
-            *(post(client, HEAVY) for _ in range(4))))
+        statuses = sorted(
+            r.status_code for r in await asyncio.gather(*(post(client, HEAVY) for _ in range(4)))
+        )
     assert statuses[0] == 200 and statuses[-1] == 429
 
 
@@ -145,9 +158,13 @@ async def test_introspection_can_be_turned_off() -> None:
 
 async def test_cors_is_an_allow_list() -> None:
     async with gateway(cors_origins=["https://dash.example"]) as client:
-        allowed = await client.options("/graphql", headers={
-            "origin": "https://dash.example", "access-control-request-method": "POST"})
-        denied = await client.options("/graphql", headers={
-            "origin": "https://evil.example", "access-control-request-method": "POST"})
+        allowed = await client.options(
+            "/graphql",
+            headers={"origin": "https://dash.example", "access-control-request-method": "POST"},
+        )
+        denied = await client.options(
+            "/graphql",
+            headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
+        )
     assert allowed.headers["access-control-allow-origin"] == "https://dash.example"
     assert "access-control-allow-origin" not in denied.headers
