@@ -99,18 +99,23 @@ def _floor_capacity(total: Decimal, reserved: Decimal, ratio: Decimal) -> Decima
 def fits(hypervisor: Hypervisor, request: Mapping[str, Decimal]) -> bool:
     """Whether Placement would admit ``request`` (base units) on ``hypervisor``.
 
-    Each amount must satisfy ``amount <= free`` and ``amount <= max_unit`` (Nova sets
-    max_unit to the physical total). Unknown capacity never fits. ``min_unit`` (one
-    VCPU, one MiB) is left to the caller, which knows whether a request in base
-    units may be smaller than that.
+    Each amount must satisfy ``min_unit <= amount <= max_unit`` and ``amount <= free``
+    (domain brief, section 6): min_unit is one Placement unit (1 core, 1 MiB, 1 of
+    anything else) and Nova sets max_unit to the physical total. Unknown capacity
+    never fits.
     """
     for name, amount in request.items():
         resource = hypervisor.resources.get(name)
         if resource is None or resource.free is None or resource.physical is None:
             return False
-        if not (amount <= resource.free and amount <= resource.physical):
+        if not min_unit(name) <= amount <= min(resource.free, resource.physical):
             return False
     return True
+
+
+def min_unit(name: str) -> Decimal:
+    """Placement's min_unit (1) in base units: one MiB of memory, one of anything else."""
+    return MEBIBYTE if name == "memory" else ONE
 
 
 # The Placement view, for cross-checking the Placement shim.

@@ -84,7 +84,7 @@ def build_cache(settings: Settings) -> ResponseCache | None:
 
 def _serve(settings: Settings, source: Source, cache: ResponseCache | None) -> None:
     from gateway.app import create_app
-    from gateway.server import serve
+    from gateway.shutdown import serve
 
     app = create_app(
         source,
@@ -95,7 +95,7 @@ def _serve(settings: Settings, source: Source, cache: ResponseCache | None) -> N
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port
     )
-    serve(app, host=settings.host, port=settings.port, shutdown_timeout=settings.shutdown_timeout)
+    serve(app, host=settings.host, port=settings.port, log_level=settings.log_level)
 
 
 def _export_schema(output: str | None) -> int:

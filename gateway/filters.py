@@ -61,7 +61,8 @@ class HypervisorFilter:
         default=None,
         description=(
             "Free capacity admits this request under Placement rules: for every resource, "
-            "amount <= free and amount <= max_unit (the physical total). Unknown never fits."
+            "min_unit <= amount <= max_unit and amount <= free, where min_unit is 1 core, "
+            "1 MiB or 1 unit and max_unit the physical total. Unknown capacity never fits."
         ),
     )
     overcommitted: bool | None = strawberry.field(

@@ -133,7 +133,7 @@ class GraphQLEndpoint:
         if request.method != "POST":
             raise HttpError(405, f"{request.method} is not allowed", {"allow": "GET, POST"})
         _check_content_type(request.headers.get("content-type"))
-        body = await _read_body(request, self.limits.max_body_bytes)
+        body = await _read_body(request, self.limits.max_body_bytes, self.limits.max_body_seconds)
         if not body:
             raise HttpError(400, "a POST request needs a JSON body")
         try:
@@ -322,16 +322,21 @@ def _check_content_type(content_type: str | None) -> None:
             raise HttpError(415, f"unsupported charset {value!r}; send utf-8")
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int, seconds: float) -> bytes:
+    """The body, refused early when too large (413) or sent too slowly (408)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HttpError(413, f"body larger than {limit} bytes")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HttpError(413, f"body larger than {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise HttpError(413, f"body larger than {limit} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise HttpError(408, f"body not received within {seconds:g} s") from None
     return b"".join(chunks)
 
 

@@ -40,6 +40,7 @@ class Limits:
     max_cost: int = 5000
     max_tokens: int = 10_000
     max_body_bytes: int = 1_000_000
+    max_body_seconds: float = 10.0
     max_page_size: int = 10_000
     max_seconds: float = 10.0
     max_concurrent: int = 32

@@ -88,5 +88,6 @@ def configure(level: str = "info", format: str = "auto", stream: TextIO | None =
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)
         logger.handlers.clear()
+        logger.setLevel(logging.NOTSET)
         logger.propagate = True
     logging.getLogger("uvicorn.access").disabled = True

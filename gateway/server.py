@@ -1,135 +1,86 @@
-"""Running the app under uvicorn, and stopping it without dropping anyone.
+"""Running the app under uvicorn, hardened against slow and idle clients.
 
-On SIGTERM (a pod being deleted, ``docker stop``) uvicorn stops accepting,
-lets requests in progress finish, and only then runs the app's shutdown. It
-treats WebSockets as it must a connection it knows nothing about: it fails them
-with 1012. Subscription clients deserve better: each one gets a proper close
-handshake with 1001 (going away), which the protocols' clients read as "connect
-again, elsewhere", before uvicorn's own shutdown begins.
+uvicorn times out idle keep-alive connections but not a client that sends its
+request headers slowly (slowloris): such connections would pile up for ever. The
+protocol below gives every request a deadline for its headers and closes the
+connection with a 408 when it passes. Request bodies are bounded in time by the
+GraphQL endpoint itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
-import socket
-import time
-from types import FrameType
+from typing import Any
 
 import uvicorn
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["GracefulServer", "WebSocketTracker", "serve"]
+__all__ = ["HEADER_TIMEOUT", "config"]
 
-GOING_AWAY = 1001
+#: Seconds a client has to send a request's headers.
+HEADER_TIMEOUT = 10.0
 
-
-class _Connection:
-    """One WebSocket, with what the app has sent on it so far."""
-
-    def __init__(self, send: Send) -> None:
-        self._send = send
-        self.accepted = False
-        self.closing = False
-        self.ended = asyncio.Event()
-
-    async def send(self, message: Message) -> None:
-        if self.closing:
-            # Closed by the server: whatever the app still had to say goes nowhere,
-            # rather than failing inside the app (the client is leaving anyway).
-            return
-        if message["type"] == "websocket.accept":
-            self.accepted = True
-        elif message["type"] == "websocket.close":
-            self.closing = True
-        await self._send(message)
-
-    async def close(self, code: int, reason: str) -> None:
-        if self.closing:
-            return
-        self.closing = True
-        # Before the handshake was accepted, a close refuses it (HTTP 403).
-        await self._send({"type": "websocket.close", "code": code, "reason": reason})
+_TIMEOUT_RESPONSE = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 33\r\nconnection: close\r\n\r\nrequest headers sent too slowly\r\n"
+)
 
 
-class WebSocketTracker:
-    """Wraps an ASGI app and knows each of its open WebSockets, to close them at shutdown."""
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline for request headers."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-        self.open: set[_Connection] = set()
+    header_timeout = HEADER_TIMEOUT
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "websocket":
-            await self.app(scope, receive, send)
-            return
-        connection = _Connection(send)
-        self.open.add(connection)
-        try:
-            await self.app(scope, receive, connection.send)
-        finally:
-            self.open.discard(connection)
-            connection.ended.set()
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._arm()
 
-    async def close_all(self, code: int, reason: str) -> None:
-        """Close every WebSocket, then wait until the app has let go of each."""
-        connections = list(self.open)
-        # One connection that fails to close (its client vanished) must not stop the others.
-        await asyncio.gather(*(c.close(code, reason) for c in connections), return_exceptions=True)
-        await asyncio.gather(*(c.ended.wait() for c in connections))
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm()
 
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
 
-class GracefulServer(uvicorn.Server):
-    """uvicorn, closing WebSockets with 1001 before its own shutdown."""
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
-    def __init__(self, config: uvicorn.Config, websockets: WebSocketTracker) -> None:
-        super().__init__(config)
-        self.websockets = websockets
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.header_timeout, self._too_slow)
 
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in self.servers:
-            server.close()  # no new connection while the open ones are closed
-        grace = self.config.timeout_graceful_shutdown
-        started = time.monotonic()
-        # What is still open after the grace period is left to uvicorn's shutdown.
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(grace):
-                await self.websockets.close_all(GOING_AWAY, "server shutting down")
-        if grace is not None:
-            # The grace period is one, for subscriptions and requests together.
-            self.config.timeout_graceful_shutdown = max(
-                0, int(grace - (time.monotonic() - started))
-            )
-        await super().shutdown(sockets)
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if not self.transport.is_closing():
+            self.transport.write(_TIMEOUT_RESPONSE)
+            self.transport.close()
 
 
-def serve(app: ASGIApp, *, host: str, port: int, shutdown_timeout: int) -> None:
-    """Serve until SIGTERM or SIGINT, then shut down gracefully and return."""
-    tracker = WebSocketTracker(app)
-    config = uvicorn.Config(
-        tracker,
+def config(
+    app: Any, *, host: str, port: int, log_level: str = "info", **options: Any
+) -> uvicorn.Config:
+    """The uvicorn configuration every entry point uses (the CLI and the tests)."""
+    return uvicorn.Config(
+        app,
         host=host,
         port=port,
+        http=GuardedHttpToolsProtocol,
+        log_level=log_level,
         lifespan="on",
-        # Logging is the gateway's (gateway.logs); its request log replaces uvicorn's.
-        log_config=None,
-        log_level=None,
-        access_log=False,
-        timeout_graceful_shutdown=shutdown_timeout,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=10,
+        # WebSocket: ping idle peers so dead connections are noticed, bound messages.
+        ws_ping_interval=20.0,
+        ws_ping_timeout=20.0,
+        ws_max_size=1_000_000,
+        h11_max_incomplete_event_size=64 * 1024,
+        **options,
     )
-    server = GracefulServer(config, tracker)
-    # uvicorn raises the signal it stopped on again once it is done, so that the
-    # previous handler decides the exit status. That handler is this no-op: a
-    # shutdown that went as asked for ends with status 0, not as killed by SIGTERM.
-    signals = (signal.SIGTERM, signal.SIGINT)
-    previous = {sig: signal.signal(sig, _stopped) for sig in signals}
-    try:
-        server.run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _stopped(sig: int, frame: FrameType | None) -> None:
-    """The signal has already been handled by the server's graceful shutdown."""

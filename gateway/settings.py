@@ -32,7 +32,6 @@ class Settings:
     redis_url: str | None = None
     cache_ttl: int = 300
     coalesce_interval: float = 1.0
-    shutdown_timeout: int = 20
 
     @property
     def source(self) -> str:
@@ -65,12 +64,6 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_COALESCE_INTERVAL",
         float,
         "seconds between fleetCapacityChanged messages under churn (default 1)",
-    ),
-    (
-        "shutdown_timeout",
-        "GATEWAY_SHUTDOWN_TIMEOUT",
-        int,
-        "seconds to finish requests and close subscriptions on SIGTERM (default 20)",
     ),
 ]
 

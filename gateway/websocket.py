@@ -8,6 +8,7 @@ connection.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
@@ -97,6 +98,14 @@ class SubscriptionServer(GraphQL[Context, None]):
             await super().__call__(scope, receive, send)
         finally:
             self.connections -= 1
+
+    def decode_json(self, data: str | bytes) -> object:
+        """Only JSON objects are protocol messages: anything else is refused (4400) like
+        text that is not JSON, instead of reaching a handler that indexes it by key."""
+        message = json.loads(data)
+        if not isinstance(message, dict):
+            raise json.JSONDecodeError("a message must be a JSON object", str(data), 0)
+        return message
 
     async def get_context(self, request: Any, response: Any) -> Context:
         live = isinstance(request, WebSocket)

@@ -62,11 +62,12 @@ async def run_server(
     """The real app under uvicorn on a free loopback port; yields its base URL."""
     import uvicorn
 
+    from gateway.server import config
+
     store = Store()
     source = StaticSource(objects)
     app = create_app(source, store, **app_options)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(config(app, host="127.0.0.1", port=0, log_level="warning"))
     task = asyncio.create_task(server.serve())
     while not server.started:  # noqa: ASYNC110 - uvicorn only exposes a flag
         await asyncio.sleep(0.01)

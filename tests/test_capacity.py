@@ -268,7 +268,8 @@ def test_resource_class() -> None:
     assert capacity.resource_class("disk") == "disk"
 
 
-# fits: amount <= free and amount <= max_unit (the physical total); unknown never fits.
+# fits: min_unit <= amount <= max_unit (the physical total) and amount <= free;
+# unknown never fits.
 
 
 def fits(host: Hypervisor, **request: Any) -> bool:
@@ -280,8 +281,15 @@ def test_fits_up_to_free() -> None:
         [consumer(uuid_of(1), {"cpu": 52})], status={"capacity": {"cpu": 16}}, overcommit={"cpu": 4}
     )  # capacity 64, free 12, max_unit 16
     assert fits(host, cpu=12)
-    assert fits(host, cpu="0.5")
+    assert fits(host, cpu=1)
     assert not fits(host, cpu="12.000000001")
+
+
+def test_fits_never_below_min_unit() -> None:
+    host = parsed(status={"capacity": {"cpu": 8, "memory": "16Gi", "DISK_GB": 100}})
+    assert not fits(host, cpu="0.5")  # less than one VCPU
+    assert fits(host, memory=2**20) and not fits(host, memory=2**20 - 1)  # one MiB
+    assert fits(host, DISK_GB=1) and not fits(host, DISK_GB="0.5")
 
 
 def test_fits_never_beyond_max_unit() -> None:

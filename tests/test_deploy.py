@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gateway import server
 from gateway.cli import build_cache
 from gateway.logs import FORMATS
 from gateway.settings import Settings, add_arguments, from_arguments
@@ -173,8 +174,9 @@ def test_the_pod_runs_locked_down_with_resources() -> None:
     assert "emptyDir" in volumes[mounts["/tmp"]]  # the only writable place
     resources = container()["resources"]
     assert set(resources["requests"]) == set(resources["limits"]) == {"cpu", "memory"}
-    shutdown = settings_from({e["name"]: e["value"] for e in container()["env"]}).shutdown_timeout
-    assert spec["terminationGracePeriodSeconds"] > shutdown + 5  # preStop pause included
+    grace = server.config(None, host="0.0.0.0", port=8080).timeout_graceful_shutdown
+    assert grace is not None
+    assert spec["terminationGracePeriodSeconds"] > grace + 5  # preStop pause included
 
 
 def test_the_deployment_is_configured_only_by_real_settings() -> None:

@@ -58,13 +58,16 @@ def test_text_is_one_readable_line_with_key_values() -> None:
 
 @pytest.fixture
 def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    access = logging.getLogger("uvicorn.access")
+    """configure() changes process-wide logging; put it back for the other tests."""
+    names = ("", "uvicorn", "uvicorn.error", "uvicorn.access")
+    loggers = [logging.getLogger(name) for name in names]
+    saved = [(lg.handlers[:], lg.level, lg.propagate, lg.disabled) for lg in loggers]
     yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    access.disabled = False
+    for logger, (handlers, level, propagate, disabled) in zip(loggers, saved, strict=True):
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
+        logger.disabled = disabled
 
 
 class Terminal(io.StringIO):

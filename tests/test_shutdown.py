@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import httpx
-import uvicorn
 import websockets
 
+from gateway import server
 from gateway.app import create_app
-from gateway.server import GracefulServer, WebSocketTracker
+from gateway.shutdown import GracefulServer, WebSocketTracker
 from gateway.store import Store
 from tests import fleet
 from tests.support import StaticSource
@@ -55,18 +55,18 @@ async def test_shutdown_closes_subscriptions_of_both_protocols_with_1001() -> No
     source = StaticSource(fleet.objects())
     app = create_app(source, Store(), coalesce_interval=0.05)
     tracker = WebSocketTracker(app)
-    config = uvicorn.Config(tracker, host="127.0.0.1", port=0, log_config=None, lifespan="on")
-    server = GracefulServer(config, tracker)
-    task = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn only exposes a flag
+    config = server.config(tracker, host="127.0.0.1", port=0, log_level="warning")
+    graceful = GracefulServer(config, tracker)
+    task = asyncio.create_task(graceful.serve())
+    while not graceful.started:  # noqa: ASYNC110 - uvicorn only exposes a flag
         await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    port = graceful.servers[0].sockets[0].getsockname()[1]
     url = f"ws://127.0.0.1:{port}/graphql"
     try:
         clients = [await subscribe(url, "graphql-transport-ws"), await subscribe(url, "graphql-ws")]
         assert len(tracker.open) == 2
     finally:
-        server.should_exit = True
+        graceful.should_exit = True
     codes = await asyncio.gather(*(closed_with(ws) for ws in clients))
     assert codes == [(1001, 1001), (1001, 1001)]  # both sides completed the handshake
     await asyncio.wait_for(task, 5)

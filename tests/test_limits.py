@@ -1,0 +1,170 @@
+"""Request limits: each gets a clear 4xx, measured before anything costly runs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from gateway.app import create_app
+from gateway.demo import generate
+from gateway.limits import Limits
+from gateway.store import Store
+from tests import fleet
+from tests.support import StaticSource
+
+GQL = "application/graphql-response+json"
+
+
+@contextlib.asynccontextmanager
+async def gateway(
+    objects: list[dict[str, Any]] | None = None, **options: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    source = StaticSource(objects if objects is not None else fleet.objects())
+    app = create_app(source, Store(), **options)
+    async with app.router.lifespan_context(app):
+        await source.loaded.wait()
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://gateway"
+        ) as client:
+            yield client
+
+
+async def post(client: httpx.AsyncClient, query: str, accept: str = GQL) -> httpx.Response:
+    return await client.post("/graphql", json={"query": query}, headers={"accept": accept})
+
+
+def nested(depth: int) -> str:
+    """consumer -> bookings -> consumer -> ... a legitimately recursive query."""
+    inner = "uuid"
+    for _ in range(depth):
+        inner = f"bookings {{ consumer {{ {inner} }} }}"
+    return f'{{ consumer(uuid: "{fleet.C1}") {{ {inner} }} }}'
+
+
+@pytest.mark.parametrize("accept", [GQL, "application/json"])
+async def test_depth(accept: str) -> None:
+    async with gateway(limits=Limits(max_depth=15)) as client:
+        assert (await post(client, nested(6), accept)).status_code == 200  # depth 14
+        response = await post(client, nested(7), accept)  # depth 16
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["message"] == "query depth 16 exceeds the limit of 15"
+    assert "data" not in response.json()
+
+
+async def test_alias_bomb() -> None:
+    query = "{ " + " ".join(f"a{n}: fleetCapacity {{ key }}" for n in range(60)) + " }"
+    async with gateway() as client:
+        response = await post(client, query)
+    assert response.status_code == 400
+    assert "aliases" in response.json()["errors"][0]["message"]
+
+
+async def test_fragment_bomb_is_refused_before_validation() -> None:
+    # F0 selects 2 fields, each level doubles: F30 would be 2**30 selections.
+    levels = ["fragment F0 on Hypervisor { name zone }"]
+    levels += [f"fragment F{n} on Hypervisor {{ ...F{n - 1} ...F{n - 1} }}" for n in range(1, 31)]
+    query = "{ hypervisors { nodes { ...F30 } } } " + " ".join(levels)
+    async with gateway() as client:
+        started = time.monotonic()
+        response = await post(client, query)
+        elapsed = time.monotonic() - started
+    assert response.status_code == 400
+    assert "once fragments are expanded" in response.json()["errors"][0]["message"]
+    assert elapsed < 1.0
+
+
+async def test_cyclic_fragments() -> None:
+    query = (
+        "{ hypervisors { nodes { ...A } } } fragment A on Hypervisor { name ...B } "
+        "fragment B on Hypervisor { zone ...A }"
+    )
+    async with gateway() as client:
+        response = await post(client, query)
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["message"] == "fragment cycle: A -> B -> A"
+
+
+async def test_token_limit() -> None:
+    query = "{ " + "__typename " * 20_000 + "}"
+    async with gateway() as client:
+        response = await post(client, query, accept="application/json")
+    assert response.status_code == 400
+    assert "tokens" in response.json()["errors"][0]["message"]
+
+
+async def test_body_size() -> None:
+    async with gateway(limits=Limits(max_body_bytes=1000)) as client:
+        response = await client.post("/graphql", json={"query": "{ __typename }", "x": "y" * 2000})
+        assert response.status_code == 413
+        names = [f"node-{n}" for n in range(100)]  # a list in variables within the limit is fine
+        ok = await client.post(
+            "/graphql",
+            json={
+                "query": "query($n: [String!]) { hypervisors(filter: {names: $n}) { totalCount } }",
+                "variables": {"n": names[:50]},
+            },
+        )
+        assert ok.status_code == 200
+
+
+async def test_page_size() -> None:
+    async with gateway(limits=Limits(max_page_size=2)) as client:
+        response = await post(client, "{ hypervisors(first: 3) { totalCount } }")
+        assert response.json()["errors"][0]["message"] == "first is 3; the page size limit is 2"
+        capped = await post(
+            client, "{ hypervisors { totalCount pageInfo { hasNextPage } nodes { name } } }"
+        )
+    page = capped.json()["data"]["hypervisors"]
+    assert page["totalCount"] == 4 and len(page["nodes"]) == 2 and page["pageInfo"]["hasNextPage"]
+
+
+HEAVY = (
+    "{ hypervisors { nodes { name bookings { ... on ConsumerBooking { uuid projectId "
+    "resources { name amount } } } resources { name capacity booked free } } } }"
+)
+
+
+async def test_execution_time_and_concurrency() -> None:
+    fleet_objects = generate(1500, bookings_per_host=40)
+    async with gateway(fleet_objects, limits=Limits(max_seconds=0.05)) as client:
+        started = time.monotonic()
+        response = await post(client, HEAVY)
+        assert response.status_code == 400
+        assert "took longer than the limit of 0.05 s" in response.json()["errors"][0]["message"]
+        assert time.monotonic() - started < 1.0  # answered at the deadline, not at the end
+        assert (await client.get("/healthz")).status_code == 200
+    async with gateway(fleet_objects, limits=Limits(max_concurrent=1)) as client:
+        statuses = sorted(
+            r.status_code for r in await asyncio.gather(*(post(client, HEAVY) for _ in range(4)))
+        )
+    assert statuses[0] == 200 and statuses[-1] == 429
+
+
+async def test_introspection_can_be_turned_off() -> None:
+    async with gateway(introspection=False) as client:
+        response = await post(client, "{ __schema { types { name } } }")
+        assert response.status_code == 400
+        assert "introspection" in response.json()["errors"][0]["message"].lower()
+        assert (await post(client, "{ hypervisors { totalCount } }")).status_code == 200
+        page = await client.get("/graphql", headers={"accept": "text/html"})
+        assert page.status_code != 200 or "graphiql" not in page.text.lower()
+
+
+async def test_cors_is_an_allow_list() -> None:
+    async with gateway(cors_origins=["https://dash.example"]) as client:
+        allowed = await client.options(
+            "/graphql",
+            headers={"origin": "https://dash.example", "access-control-request-method": "POST"},
+        )
+        denied = await client.options(
+            "/graphql",
+            headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
+        )
+    assert allowed.headers["access-control-allow-origin"] == "https://dash.example"
+    assert "access-control-allow-origin" not in denied.headers
