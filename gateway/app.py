@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from gateway.context import Context
 from gateway.http import GraphQLEndpoint
+from gateway.pages import routes as page_routes
 from gateway.schema import schema
 from gateway.source import Source
 from gateway.store import Store
@@ -60,6 +61,7 @@ def create_app(source: Source, store: Store | None = None, *, graphiql: bool = T
             Route("/graphql", endpoint.handle, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
+            *page_routes(),
         ],
         lifespan=lifespan,
     )
