@@ -5,31 +5,51 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
+from graphql import NoSchemaIntrospectionCustomRule
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
+from gateway.cache import ResponseCache
 from gateway.context import Context
+from gateway.feed import Feed
 from gateway.http import GraphQLEndpoint
+from gateway.limits import Limits
 from gateway.pages import routes as page_routes
 from gateway.schema import schema
 from gateway.source import Source
 from gateway.store import Store
+from gateway.websocket import SubscriptionServer
 
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
 
 
-def create_app(source: Source, store: Store | None = None, *, graphiql: bool = True) -> Starlette:
+def create_app(
+    source: Source,
+    store: Store | None = None,
+    *,
+    graphiql: bool = True,
+    coalesce_interval: float = 1.0,
+    cache: ResponseCache | None = None,
+    limits: Limits | None = None,
+    introspection: bool = True,
+    cors_origins: Sequence[str] = (),
+    max_connections: int = 500,
+) -> Starlette:
     """Build the app; the source runs for as long as the app does."""
     store = store or Store()
+    limits = limits or Limits()
+    feed = Feed(store)
 
     def context(request: Request) -> Context:
-        return Context(store=store, snapshot=store.snapshot, status=source.status)
+        return Context(store, source.status, feed, max_page_size=limits.max_page_size)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -46,6 +66,7 @@ def create_app(source: Source, store: Store | None = None, *, graphiql: bool = T
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        feed.start()
         task = asyncio.create_task(source.run(store), name="source")
         task.add_done_callback(_report_exit)
         try:
@@ -54,19 +75,49 @@ def create_app(source: Source, store: Store | None = None, *, graphiql: bool = T
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            feed.stop()
 
-    endpoint = GraphQLEndpoint(schema._schema, context, graphiql=graphiql)
+    endpoint = GraphQLEndpoint(
+        schema._schema,
+        context,
+        limits=limits,
+        validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
+        graphiql=graphiql and introspection,
+        cache=cache,
+    )
+    subscriptions = SubscriptionServer(
+        store,
+        source.status,
+        feed,
+        limits=limits,
+        introspection=introspection,
+        allowed_origins=cors_origins,
+        coalesce_interval=coalesce_interval,
+        max_connections=max_connections,
+    )
     app = Starlette(
         routes=[
             Route("/graphql", endpoint.handle, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            WebSocketRoute("/graphql", subscriptions),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             *page_routes(),
         ],
         lifespan=lifespan,
+        middleware=[
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type", "accept"],
+            )
+        ]
+        if cors_origins
+        else [],
     )
     app.state.store = store
     app.state.source = source
+    app.state.cache = cache
     return app
 
 

@@ -69,7 +69,7 @@ def _resource(
 ) -> ResourceCapacity:
     capacity = free = unallocated = None
     if physical is not None:
-        capacity = CONTEXT.to_integral_value(CONTEXT.multiply(physical - reserved, ratio))
+        capacity = _floor_capacity(physical, reserved, ratio)
         free = CONTEXT.subtract(capacity, booked)
         if allocated is not None:
             unallocated = CONTEXT.subtract(capacity, allocated)
@@ -87,11 +87,22 @@ def _resource(
     )
 
 
+def _floor_capacity(total: Decimal, reserved: Decimal, ratio: Decimal) -> Decimal:
+    """floor((total - reserved) * ratio), all in CONTEXT.
+
+    Never with the ``-`` operator: it rounds in the thread's default context, 28
+    digits, so a large total would silently lose its last units.
+    """
+    return CONTEXT.to_integral_value(CONTEXT.multiply(CONTEXT.subtract(total, reserved), ratio))
+
+
 def fits(hypervisor: Hypervisor, request: Mapping[str, Decimal]) -> bool:
     """Whether Placement would admit ``request`` (base units) on ``hypervisor``.
 
-    Each amount must satisfy ``amount <= free`` and ``min_unit <= amount <= max_unit``
-    (Nova sets max_unit to the physical total). Unknown capacity never fits.
+    Each amount must satisfy ``amount <= free`` and ``amount <= max_unit`` (Nova sets
+    max_unit to the physical total). Unknown capacity never fits. ``min_unit`` (one
+    VCPU, one MiB) is left to the caller, which knows whether a request in base
+    units may be smaller than that.
     """
     for name, amount in request.items():
         resource = hypervisor.resources.get(name)
@@ -135,13 +146,11 @@ class PlacementInventory:
     @property
     def capacity(self) -> Decimal:
         """floor((total - reserved) * allocation_ratio), floored in Placement units."""
-        return CONTEXT.to_integral_value(
-            CONTEXT.multiply(self.total - self.reserved, self.allocation_ratio)
-        )
+        return _floor_capacity(self.total, self.reserved, self.allocation_ratio)
 
     @property
     def free(self) -> Decimal:
-        return self.capacity - self.used
+        return CONTEXT.subtract(self.capacity, self.used)
 
 
 def placement_inventories(hypervisor: Hypervisor) -> tuple[PlacementInventory, ...]:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gateway import __version__
+from gateway.cache import BoundedMemoryCache, ResponseCache, redis_backend
 from gateway.settings import Settings, add_arguments, from_arguments
 from gateway.source import Source
 
@@ -42,10 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         source = build_source(settings)
+        cache = build_cache(settings)
     except StartupError as error:
         print(f"hypervisor-gateway: {error}", file=sys.stderr)
         return 2
-    _serve(settings, source)
+    _serve(settings, source, cache)
     return 0
 
 
@@ -68,12 +70,30 @@ def build_source(settings: Settings) -> Source:
     )
 
 
-def _serve(settings: Settings, source: Source) -> None:
+def build_cache(settings: Settings) -> ResponseCache | None:
+    """The response cache the settings ask for; None turns caching off."""
+    if settings.cache == "off":
+        return None
+    if settings.cache == "redis":
+        if not settings.redis_url:
+            raise StartupError("--cache redis needs --redis-url (or GATEWAY_REDIS_URL)")
+        return ResponseCache(redis_backend(settings.redis_url), shared=True, ttl=settings.cache_ttl)
+    if settings.cache == "memory":
+        return ResponseCache(BoundedMemoryCache(max_entries=settings.cache_entries))
+    raise StartupError(f"--cache {settings.cache!r}: expected memory, redis or off")
+
+
+def _serve(settings: Settings, source: Source, cache: ResponseCache | None) -> None:
     import uvicorn
 
     from gateway.app import create_app
 
-    app = create_app(source, graphiql=settings.graphiql)
+    app = create_app(
+        source,
+        graphiql=settings.graphiql,
+        cache=cache,
+        coalesce_interval=settings.coalesce_interval,
+    )
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port
     )

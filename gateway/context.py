@@ -1,20 +1,69 @@
-"""What every resolver sees: one snapshot, taken once per request."""
+"""What every resolver sees: the store, the source's status, and one snapshot."""
 
 from __future__ import annotations
 
-import dataclasses
+import asyncio
 
+from starlette.websockets import WebSocket
+
+from gateway.feed import Feed
 from gateway.source import SyncStatus
 from gateway.store import Snapshot, Store
 
 __all__ = ["Context"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class Context:
-    """Per-request context. ``snapshot`` is fixed for the whole request, so one
-    response never mixes two versions of the fleet."""
+    """Per-request (or per-WebSocket) context.
 
-    store: Store
-    snapshot: Snapshot
-    status: SyncStatus
+    An HTTP request pins one snapshot for its whole execution, so one response never
+    mixes two versions of the fleet. A WebSocket connection lives for hours: its
+    context follows the store, and each subscription message is executed against
+    the snapshot current when it is sent.
+    """
+
+    __slots__ = (
+        "_snapshot",
+        "coalesce_interval",
+        "connection",
+        "feed",
+        "max_page_size",
+        "status",
+        "store",
+    )
+
+    def __init__(
+        self,
+        store: Store,
+        status: SyncStatus,
+        feed: Feed,
+        *,
+        pinned: bool = True,
+        coalesce_interval: float = 1.0,
+        max_page_size: int = 10_000,
+        connection: WebSocket | None = None,
+    ) -> None:
+        self.store = store
+        self.status = status
+        self.feed = feed
+        self.coalesce_interval = coalesce_interval
+        self.max_page_size = max_page_size
+        self._snapshot = store.snapshot if pinned else None
+        #: The WebSocket of a subscription connection, to cut off a reader too slow to keep up.
+        self.connection = connection
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._snapshot or self.store.snapshot
+
+    def cut_off(self) -> None:
+        """Close the connection of a subscriber that fell too far behind (1013: try again)."""
+        if self.connection is not None:
+            connection = self.connection
+            self.connection = None
+            reason = "too slow to keep up with changes; reconnect to resume"
+            _background.add(task := asyncio.create_task(connection.close(1013, reason)))
+            task.add_done_callback(_background.discard)
+
+
+_background: set[asyncio.Task[None]] = set()

@@ -49,6 +49,8 @@ BUILDING_BLOCK_LABEL = "kubernetes.metal.cloud.sap/bb"
 WORKER_GROUP_LABEL = "worker.garden.sapcloud.io/group"
 
 #: Resource name -> exact amount in base units (cores, bytes, opaque units).
+#: Record fields holding a map are declared ``field(hash=False)``: a dict cannot be
+#: hashed, and a frozen record that hashes one raises TypeError in a set.
 Amounts = Mapping[str, Decimal]
 
 
@@ -70,7 +72,7 @@ class Trait:
 class Aggregate:
     name: str
     uuid: str | None
-    metadata: Mapping[str, str]
+    metadata: Mapping[str, str] = dataclasses.field(hash=False)
     source: Source
 
 
@@ -79,7 +81,7 @@ class ConsumerBooking:
     """A Placement consumer's claim on one hypervisor (``spec.bookings[].consumer``)."""
 
     uuid: str
-    resources: Amounts
+    resources: Amounts = dataclasses.field(hash=False)
     consumer_generation: int | None
     consumer_type: str | None
     project_id: str | None
@@ -92,7 +94,7 @@ class ReservationBooking:
     """Capacity held back from scheduling (``spec.bookings[].reservation``)."""
 
     name: str
-    resources: Amounts
+    resources: Amounts = dataclasses.field(hash=False)
     hypervisor: str
 
 
@@ -118,9 +120,9 @@ class Instance:
 @dataclasses.dataclass(frozen=True, slots=True)
 class Cell:
     cell_id: int
-    capacity: Amounts
-    effective_capacity: Amounts
-    allocation: Amounts
+    capacity: Amounts = dataclasses.field(hash=False)
+    effective_capacity: Amounts = dataclasses.field(hash=False)
+    allocation: Amounts = dataclasses.field(hash=False)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -14,7 +14,13 @@ from gateway.selector import SelectorError, parse_selector
 from gateway.store import Snapshot
 from gateway.types import Quantity
 
-__all__ = ["HypervisorFilter", "HypervisorOrder", "apply_filter", "order_keys"]
+__all__ = [
+    "HypervisorFilter",
+    "HypervisorOrder",
+    "apply_filter",
+    "compile_filter",
+    "order_keys",
+]
 
 Predicate = Callable[[domain.Hypervisor], bool]
 
@@ -114,8 +120,16 @@ def apply_filter(snapshot: Snapshot, where: HypervisorFilter | None) -> list[dom
         candidates = snapshot.by_zone.get(where.zone, ())
     elif where.trait is not None:
         candidates = snapshot.by_trait.get(where.trait, ())
+    matches = compile_filter(where)
+    return [h for h in candidates if matches(h)]
+
+
+def compile_filter(where: HypervisorFilter | None) -> Predicate:
+    """A predicate for one hypervisor; raises GraphQLError for a malformed filter."""
+    if where is None:
+        return lambda h: True
     predicates = list(_predicates(where))
-    return [h for h in candidates if all(p(h) for p in predicates)]
+    return lambda h: all(p(h) for p in predicates)
 
 
 def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:

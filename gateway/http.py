@@ -14,16 +14,18 @@ loop (health probes, other clients).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import json
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio.to_thread
 from graphql import (
+    ASTValidationRule,
     DocumentNode,
     ExecutionResult,
     GraphQLError,
@@ -33,11 +35,16 @@ from graphql import (
     execute,
     get_operation_ast,
     parse,
+    print_ast,
+    specified_rules,
     validate,
 )
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from gateway.cache import ResponseCache
+from gateway.context import Context
+from gateway.limits import LimitError, Limits, check_document
 from gateway.pages import graphiql_html
 
 __all__ = ["GraphQLEndpoint", "HttpError"]
@@ -58,11 +65,16 @@ class HttpError(Exception):
 
 
 class RequestError(Exception):
-    """A GraphQL request error: the operation was never executed, so no ``data``."""
+    """A GraphQL request error: the operation was never executed, so no ``data``.
 
-    def __init__(self, errors: list[GraphQLError]):
+    ``status`` overrides the spec's media-type-dependent status: a request over a
+    limit is refused with a 4xx whichever media type the client accepts.
+    """
+
+    def __init__(self, errors: list[GraphQLError], status: int | None = None):
         super().__init__(errors[0].message)
         self.errors = errors
+        self.status = status
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,18 +90,23 @@ class GraphQLEndpoint:
     def __init__(
         self,
         schema: GraphQLSchema,
-        context: Callable[[Request], Any],
+        context: Callable[[Request], Context],
         *,
-        max_body_bytes: int = 1_000_000,
+        limits: Limits,
+        validation_rules: Sequence[type[ASTValidationRule]] = (),
         document_cache_size: int = 1024,
         graphiql: bool = True,
+        cache: ResponseCache | None = None,
     ) -> None:
         self.schema = schema
+        self.cache = cache
         self.context = context
-        self.max_body_bytes = max_body_bytes
+        self.limits = limits
+        self.rules = (*specified_rules, *validation_rules)
         self.graphiql = graphiql
-        self.parse = functools.lru_cache(maxsize=document_cache_size)(_parse)
+        self.parse = functools.lru_cache(maxsize=document_cache_size)(self._parse)
         self.validate = functools.lru_cache(maxsize=document_cache_size)(self._validate)
+        self.running = 0
 
     async def handle(self, request: Request) -> Response:
         request_id = uuid.uuid4().hex[:16]
@@ -103,7 +120,7 @@ class GraphQLEndpoint:
         except HttpError as error:
             response = _error_response(error.status, str(error), JSON, error.headers)
         except RequestError as error:
-            status = 400 if media_type == GRAPHQL_RESPONSE else 200
+            status = error.status or (400 if media_type == GRAPHQL_RESPONSE else 200)
             response = _json({"errors": [e.formatted for e in error.errors]}, status, media_type)
         response.headers["x-request-id"] = request_id
         return response
@@ -114,7 +131,7 @@ class GraphQLEndpoint:
         if request.method != "POST":
             raise HttpError(405, f"{request.method} is not allowed", {"allow": "GET, POST"})
         _check_content_type(request.headers.get("content-type"))
-        body = await _read_body(request, self.max_body_bytes)
+        body = await _read_body(request, self.limits.max_body_bytes)
         if not body:
             raise HttpError(400, "a POST request needs a JSON body")
         try:
@@ -149,13 +166,54 @@ class GraphQLEndpoint:
             )
         self.validate(document)
         context = self.context(request)
-        result = await anyio.to_thread.run_sync(
-            self._execute, document, context, params.variables, params.operation_name
-        )
+        key = None
+        if self.cache is not None:
+            key = self.cache.key(
+                normalized(document), params.operation_name, params.variables, context.snapshot
+            )
+            if (cached := await self.cache.get(key)) is not None:
+                return _response(cached, 200, media_type)
+        result = await self._run_limited(document, context, params)
         if result.errors and result.data is None and all(e.path is None for e in result.errors):
             # No path: variable coercion failed, nothing was executed.
             raise RequestError(result.errors)
-        return _json(self._format(result, request_id), 200, media_type)
+        body = _encode(self._format(result, request_id))
+        if self.cache is not None and key is not None and not result.errors:
+            await self.cache.set(key, body)
+        return _response(body, 200, media_type)
+
+    async def _run_limited(
+        self, document: DocumentNode, context: Context, params: Params
+    ) -> ExecutionResult:
+        """Execute in a worker thread, within the concurrency and time limits.
+
+        A thread cannot be stopped: one that overruns is abandoned (its answer
+        dropped) but still counts against the concurrency limit until it ends, so
+        slow queries can never pile up without bound.
+        """
+        if self.running >= self.limits.max_concurrent:
+            raise HttpError(
+                429, "too many queries in progress; retry shortly", {"retry-after": "1"}
+            )
+        self.running += 1
+        loop = asyncio.get_running_loop()
+
+        def work() -> ExecutionResult:
+            try:
+                return self._execute(document, context, params.variables, params.operation_name)
+            finally:
+                loop.call_soon_threadsafe(self._finished)
+
+        try:
+            return await asyncio.wait_for(
+                anyio.to_thread.run_sync(work, abandon_on_cancel=True), self.limits.max_seconds
+            )
+        except TimeoutError:
+            message = f"query took longer than the limit of {self.limits.max_seconds:g} s"
+            raise RequestError([LimitError(message)], status=400) from None
+
+    def _finished(self) -> None:
+        self.running -= 1
 
     def _execute(
         self,
@@ -174,9 +232,21 @@ class GraphQLEndpoint:
         assert isinstance(result, ExecutionResult), "resolvers are synchronous"
         return result
 
+    def _parse(self, query: str) -> DocumentNode:
+        """Parse once per distinct document (cached; failures are not)."""
+        try:
+            return parse(query, max_tokens=self.limits.max_tokens)
+        except GraphQLError as error:
+            status = 400 if "tokens" in error.message else None
+            raise RequestError([error], status) from error
+
     def _validate(self, document: DocumentNode) -> None:
-        """Validate once per distinct document (cached; failures are not)."""
-        errors = validate(self.schema, document)
+        """Check limits, then validate, once per distinct document (failures are not cached)."""
+        try:
+            check_document(document, self.limits)
+        except LimitError as error:
+            raise RequestError([error], status=400) from error
+        errors = validate(self.schema, document, self.rules)
         if errors:
             raise RequestError(errors)
 
@@ -185,14 +255,6 @@ class GraphQLEndpoint:
         if result.errors:
             payload["errors"] = [_mask(e, request_id) for e in result.errors]
         return payload
-
-
-def _parse(query: str) -> DocumentNode:
-    """Parse once per distinct document (cached; failures are not)."""
-    try:
-        return parse(query)
-    except GraphQLError as error:
-        raise RequestError([error]) from error
 
 
 def _mask(error: GraphQLError, request_id: str) -> GraphQLFormattedError:
@@ -296,9 +358,22 @@ def _params_from(raw: Mapping[str, Any]) -> Params:
     return Params(query=query, operation_name=name, variables=variables)  # type: ignore[arg-type]
 
 
-def _json(payload: Any, status: int, media_type: str) -> Response:
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+def _encode(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _response(body: bytes, status: int, media_type: str) -> Response:
     return Response(body, status, media_type=f"{media_type}; charset=utf-8")
+
+
+def _json(payload: Any, status: int, media_type: str) -> Response:
+    return _response(_encode(payload), status, media_type)
+
+
+@functools.lru_cache(maxsize=1024)
+def normalized(document: DocumentNode) -> str:
+    """The document as printed by graphql-core: same meaning, same text, same cache key."""
+    return print_ast(document)
 
 
 def _error_response(

@@ -64,6 +64,7 @@ def paginate(
     after: str | None,
     cursor_key: Callable[[Key], Key],
     parse_key: Callable[[list[Any]], Key],
+    max_page: int,
 ) -> Connection[Any]:
     """Slice ``items`` (sorted ascending by ``keys``) after the ``after`` cursor.
 
@@ -71,13 +72,15 @@ def paginate(
     """
     if first is not None and first < 0:
         raise GraphQLError("first must not be negative")
+    if first is not None and first > max_page:
+        raise GraphQLError(f"first is {first}; the page size limit is {max_page}")
     start = 0
     if after is not None:
         try:
             start = bisect.bisect_right(keys, parse_key(decode_cursor(after)))
         except (TypeError, ValueError, IndexError) as error:
             raise GraphQLError(f"cursor {after!r} does not belong to this ordering") from error
-    end = len(items) if first is None else min(len(items), start + first)
+    end = min(len(items), start + (max_page if first is None else first))
     cursors = [encode_cursor(cursor_key(k)) for k in keys[start:end]]
     page = items[start:end]
     return Connection(

@@ -10,6 +10,7 @@ cannot be represented, and raises :class:`ParseError`.
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -33,7 +34,7 @@ from gateway.domain import (
     Trait,
     add_amounts,
 )
-from gateway.quantity import QuantityError, parse_quantity
+from gateway.quantity import QuantityError, parse_number, parse_quantity
 
 __all__ = ["ParseError", "parse_hypervisor"]
 
@@ -79,6 +80,18 @@ class _Parser:
         items = (self.string(v, f"{path}[{i}]") for i, v in enumerate(self.items(value, path)))
         return tuple(s for s in items if s is not None)
 
+    def string_map(self, value: Any, path: str) -> dict[str, str]:
+        """A map of strings (labels, metadata); other values are warned about and left out.
+
+        ``str()`` would turn a YAML ``null`` into the label value ``"None"``.
+        """
+        result: dict[str, str] = {}
+        for key, item in self.mapping(value, path).items():
+            text = self.string(item, f"{path}.{key}")
+            if text is not None:
+                result[str(key)] = text
+        return result
+
     def boolean(self, value: Any, path: str) -> bool | None:
         if value is None or isinstance(value, bool):
             return value
@@ -88,7 +101,7 @@ class _Parser:
     def integer(self, value: Any, path: str) -> int | None:
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
-        self.warn(path, f"expected an integer, got {value!r}; ignored")
+        self.warn(path, f"expected an integer, got {reprlib.repr(value)}; ignored")
         return None
 
     def amounts(self, value: Any, path: str) -> dict[str, Decimal]:
@@ -102,11 +115,11 @@ class _Parser:
         return result
 
     def ratios(self, value: Any, path: str) -> dict[str, Decimal]:
-        """Overcommit ratios: numbers >= 1.0 (the CRD's CEL rule)."""
+        """Overcommit ratios: plain numbers >= 1.0 (the CRD's CEL rule), not quantities."""
         result: dict[str, Decimal] = {}
         for name, raw in self.mapping(value, path).items():
             try:
-                ratio = parse_quantity(raw)
+                ratio = parse_number(raw)
             except QuantityError as error:
                 self.warn(f"{path}.{name}", f"{error}; ratio 1.0 used")
                 continue
@@ -126,12 +139,13 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ParseError("metadata.name is missing")
-    labels = {str(k): str(v) for k, v in p.mapping(meta.get("labels"), "metadata.labels").items()}
+    labels = p.string_map(meta.get("labels"), "metadata.labels")
     spec = p.mapping(obj.get("spec"), "spec")
     has_status = isinstance(obj.get("status"), Mapping)
     status = p.mapping(obj.get("status"), "status")
 
-    bookings_tracked = spec.get("bookings") is not None
+    # Absent means "not tracked"; so does a value that is not a list of bookings.
+    bookings_tracked = isinstance(spec.get("bookings"), list)
     bookings = _bookings(p, spec.get("bookings"), name)
     overcommit = p.ratios(spec.get("overcommit"), "spec.overcommit")
     physical = p.amounts(status.get("capacity"), "status.capacity")
@@ -187,11 +201,7 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
         internal_ip=p.string(status.get("internalIp"), "status.internalIp"),
         hypervisor_version=p.string(status.get("hypervisorVersion"), "status.hypervisorVersion"),
         libvirt_version=p.string(status.get("libVirtVersion"), "status.libVirtVersion"),
-        operating_system={
-            str(k): str(v)
-            for k, v in p.mapping(status.get("operatingSystem"), "status.operatingSystem").items()
-            if v is not None
-        },
+        operating_system=_operating_system(p, status.get("operatingSystem")),
         resources=resources,
         drift=drift,
         warnings=tuple(p.warnings),
@@ -215,7 +225,9 @@ def _bookings(p: _Parser, value: Any, hypervisor: str) -> tuple[Booking, ...]:
         if kinds[0] == "consumer":
             uuid = body.get("uuid")
             if not isinstance(uuid, str) or not _UUID.fullmatch(uuid):
-                p.warn(f"{path}.uuid", f"invalid consumer UUID {uuid!r}; booking ignored")
+                p.warn(
+                    f"{path}.uuid", f"invalid consumer UUID {reprlib.repr(uuid)}; booking ignored"
+                )
                 continue
             uuid = uuid.lower()
             if uuid in seen_consumers:
@@ -294,11 +306,10 @@ def _aggregate(p: _Parser, value: Any, source: Source, path: str) -> Aggregate |
     if not name:
         p.warn(path, "aggregate has no name; ignored")
         return None
-    metadata = p.mapping(body.get("metadata"), f"{path}.metadata")
     return Aggregate(
         name=name,
         uuid=p.string(body.get("uuid"), f"{path}.uuid"),
-        metadata={str(k): str(v) for k, v in metadata.items()},
+        metadata=p.string_map(body.get("metadata"), f"{path}.metadata"),
         source=source,
     )
 
@@ -343,6 +354,16 @@ def _instances(p: _Parser, value: Any) -> tuple[Instance, ...]:
             )
         )
     return tuple(instances)
+
+
+def _operating_system(p: _Parser, value: Any) -> dict[str, str]:
+    """status.operatingSystem as strings; its one list (gardenLinuxFeatures) comma-joined."""
+    path = "status.operatingSystem"
+    facts = {
+        key: ", ".join(p.strings(item, f"{path}.{key}")) if isinstance(item, list) else item
+        for key, item in p.mapping(value, path).items()
+    }
+    return p.string_map(facts, path)
 
 
 def _cells(p: _Parser, value: Any) -> tuple[Cell, ...]:

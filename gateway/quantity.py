@@ -7,20 +7,24 @@ other resource) and never pass through a float.
 
 The grammar is Kubernetes' own (``k8s.io/apimachinery/pkg/api/resource``), which is
 stricter than ``kubernetes.utils.parse_quantity``: no spaces, no underscores, no
-``NaN`` or ``Infinity``, integer exponents only.
+``NaN`` or ``Infinity``, integer exponents only. So is the value: like Kubernetes,
+an amount finer than 10**-9 is rounded up (away from zero) to the next nano unit,
+which is what every Go reader of the same object (operator, agent, scheduler) sees.
 """
 
 from __future__ import annotations
 
 import decimal
 import re
+import reprlib
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["CONTEXT", "QuantityError", "format_quantity", "parse_quantity"]
+__all__ = ["CONTEXT", "QuantityError", "format_quantity", "parse_number", "parse_quantity"]
 
 #: Arithmetic context for every sum and product of quantities. Quantities are
-#: bounded to 10**±MAX_EXPONENT below, so 100 digits keep every result exact.
+#: bounded to 10**MAX_EXPONENT and have at most 9 decimal places, so 100 digits
+#: keep every sum exact, and a floored product keeps its exact floor.
 CONTEXT = decimal.Context(
     prec=100,
     rounding=decimal.ROUND_FLOOR,
@@ -37,6 +41,13 @@ _QUANTITY = re.compile(
 )
 _BINARY = {p: 1024**i for i, p in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), start=1)}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+#: Longest quantity string accepted: far beyond any real amount, and short enough
+#: that its digits times any suffix stay exact within CONTEXT's precision.
+MAX_LENGTH = 64
+#: Kubernetes' finest unit; anything finer is rounded up to it.
+NANO = Decimal("1e-9")
+#: Integers beyond this cannot be in range, and are too long to show in a message.
+_INT_LIMIT = 10 ** (MAX_EXPONENT + 1)
 
 
 class QuantityError(ValueError):
@@ -50,38 +61,68 @@ def parse_quantity(value: Any) -> Decimal:
     JSON integers are taken as they are; a float (only YAML files can carry one) is
     read from its shortest decimal representation. Raises :class:`QuantityError`.
     """
+    result = _exact(value, units=True)
+    if result.is_zero():
+        return result
+    if result.adjusted() <= MAX_EXPONENT:
+        # Rounding up can carry into the next power of ten: the bound is checked after.
+        rounded = result.quantize(NANO, rounding=decimal.ROUND_UP, context=CONTEXT)
+        result = result if rounded == result else rounded
+    if result.adjusted() > MAX_EXPONENT:
+        raise QuantityError(f"invalid quantity {_show(value)}: magnitude out of range")
+    return result
+
+
+def parse_number(value: Any) -> Decimal:
+    """Parse a plain number, without unit, exactly: a JSON number or a string of one.
+
+    For fields the CRD types as ``number``, such as overcommit ratios. Go reads them
+    as float64, not as quantities, so they are not rounded to nano units; they are
+    bounded to 10**±MAX_EXPONENT instead. Raises :class:`QuantityError`.
+    """
+    result = _exact(value, units=False)
+    if not result.is_zero() and abs(result.adjusted()) > MAX_EXPONENT:
+        raise QuantityError(f"invalid number {_show(value)}: magnitude out of range")
+    return result
+
+
+def _exact(value: Any, *, units: bool) -> Decimal:
+    """The exact value ``value`` spells, with or without a unit suffix."""
     if isinstance(value, bool):
         raise QuantityError(f"invalid quantity {value!r}: a boolean is not an amount")
     if isinstance(value, int):
-        return _bounded(Decimal(value), value)
+        if abs(value) >= _INT_LIMIT:
+            raise QuantityError("invalid quantity: integer magnitude out of range")
+        return Decimal(value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise QuantityError(f"invalid quantity {value!r}: not a finite number")
-        return _bounded(Decimal(repr(value)), value)
+        return Decimal(repr(value))
     if not isinstance(value, str):
-        raise QuantityError(f"invalid quantity {value!r}: expected a string or a number")
+        raise QuantityError(f"invalid quantity {_show(value)}: expected a string or a number")
+    if len(value) > MAX_LENGTH:
+        raise QuantityError(f"invalid quantity {_show(value)}: longer than {MAX_LENGTH}")
     match = _QUANTITY.fullmatch(value)
     if match is None:
-        raise QuantityError(f"invalid quantity {value!r}")
+        raise QuantityError(f"invalid quantity {_show(value)}")
+    if not units and (match["binary"] or match["decimal"]):
+        raise QuantityError(f"invalid number {_show(value)}: a plain number has no unit")
     number = Decimal(match["number"])
     if match["binary"]:
-        result = CONTEXT.multiply(number, _BINARY[match["binary"]])
-    elif match["exponent"]:
+        return CONTEXT.multiply(number, _BINARY[match["binary"]])
+    if match["exponent"]:
         exponent = int(match["exponent"][1:])
         if abs(exponent) > MAX_EXPONENT:
-            raise QuantityError(f"invalid quantity {value!r}: exponent out of range")
-        result = number.scaleb(exponent, CONTEXT)
-    elif match["decimal"]:
-        result = number.scaleb(_DECIMAL[match["decimal"]], CONTEXT)
-    else:
-        result = number
-    return _bounded(result, value)
+            raise QuantityError(f"invalid quantity {_show(value)}: exponent out of range")
+        return number.scaleb(exponent, CONTEXT)
+    if match["decimal"]:
+        return number.scaleb(_DECIMAL[match["decimal"]], CONTEXT)
+    return number
 
 
-def _bounded(result: Decimal, original: Any) -> Decimal:
-    if result != 0 and not -MAX_EXPONENT <= result.adjusted() <= MAX_EXPONENT:
-        raise QuantityError(f"invalid quantity {original!r}: magnitude out of range")
-    return result
+def _show(value: Any) -> str:
+    """A value for an error message, cut short: a hostile object can be megabytes long."""
+    return reprlib.repr(value)
 
 
 def format_quantity(value: Decimal) -> str:

@@ -5,16 +5,16 @@ precomputed records in it; none of them talks to Kubernetes or the file system.
 """
 
 import datetime
+from collections.abc import Callable, Sequence
 from decimal import Decimal
-from enum import Enum
 from typing import Annotated
 
 import strawberry
 from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
-from gateway import fleet
 from gateway.context import Context
 from gateway.filters import (
     HypervisorFilter,
@@ -27,6 +27,8 @@ from gateway.filters import (
 from gateway.pagination import Connection, paginate
 from gateway.quantity import QuantityError, format_quantity, parse_quantity
 from gateway.source import SyncStatus as SyncStatusRecord
+from gateway.subscriptions import Subscription
+from gateway.totals import FleetGroup, FleetGrouping, fleet_groups
 from gateway.types import (
     QUANTITY_DESCRIPTION,
     Consumer,
@@ -37,78 +39,22 @@ from gateway.types import (
     consumer_view,
 )
 
-__all__ = ["schema", "sdl"]
-
-
-@strawberry.enum(description="How to group fleet totals.")
-class FleetGrouping(Enum):
-    NONE = strawberry.enum_value("NONE", description="One total for all selected hosts.")
-    ZONE = strawberry.enum_value("ZONE", description="By topology.kubernetes.io/zone.")
-    REGION = strawberry.enum_value("REGION", description="By topology.kubernetes.io/region.")
-    AGGREGATE = strawberry.enum_value(
-        "AGGREGATE", description="By aggregate name; a host counts in each of its aggregates."
-    )
-    BUILDING_BLOCK = strawberry.enum_value(
-        "BUILDING_BLOCK", description="By kubernetes.metal.cloud.sap/bb."
-    )
+__all__ = ["build_schema", "schema", "sdl"]
 
 
 FilterArg = Annotated[
     HypervisorFilter | None, strawberry.argument(description="Conditions (default: all hosts).")
 ]
 FirstArg = Annotated[
-    int | None, strawberry.argument(description="Page size (default: all remaining).")
+    int | None,
+    strawberry.argument(
+        description="Page size. Default: all remaining, up to the server's page size limit "
+        "(10000 unless configured); pageInfo.hasNextPage tells whether more follow."
+    ),
 ]
 AfterArg = Annotated[
     str | None, strawberry.argument(description="Start after this cursor (an endCursor).")
 ]
-
-
-@strawberry.type(description="Fleet totals of one resource over a group of hypervisors.")
-class FleetResource:
-    name: str = strawberry.field(description="Resource key.")
-    hypervisors: int = strawberry.field(description="Hosts in the group that have this resource.")
-    physical: Quantity = strawberry.field(description="Sum of known physical capacity.")
-    reserved: Quantity = strawberry.field(description="Sum of reservations.")
-    capacity: Quantity = strawberry.field(description="Sum of known schedulable capacity.")
-    booked: Quantity = strawberry.field(description="Sum of consumer bookings (all hosts).")
-    free: Quantity = strawberry.field(
-        description="Sum of known free capacity (negative free of over-subscribed hosts included)."
-    )
-    allocated: Quantity = strawberry.field(description="Sum of reported libvirt usage.")
-    unknown_capacity_hosts: int = strawberry.field(
-        description="Hosts whose physical capacity is unknown: left out of physical/capacity/free."
-    )
-    overcommitted_hosts: int = strawberry.field(description="Hosts with free < 0.")
-
-    @strawberry.field(description="Booked / capacity over the hosts with known capacity.")
-    def utilization(self, root: strawberry.Parent[fleet.FleetResource]) -> float | None:
-        value = root.utilization
-        return None if value is None else float(value)
-
-
-@strawberry.type(description="Totals for one group (a zone, region, aggregate, building block).")
-class FleetGroup:
-    key: str | None = strawberry.field(
-        description="The group's zone/region/aggregate/building block; null for hosts without one "
-        "(and for the single group of NONE)."
-    )
-
-    @strawberry.field(description="Number of hypervisors in the group.")
-    def hypervisor_count(self, root: strawberry.Parent[fleet.FleetGroup]) -> int:
-        return len(root.hypervisors)
-
-    @strawberry.field(description="Per-resource totals.")
-    def resources(self, root: strawberry.Parent[fleet.FleetGroup]) -> list[FleetResource]:
-        return list(root.resources.values())  # type: ignore[arg-type]
-
-    @strawberry.field(description="Totals of one resource, or null.")
-    def resource(
-        self,
-        root: strawberry.Parent[fleet.FleetGroup],
-        name: Annotated[str, strawberry.argument(description="Resource key, e.g. cpu.")],
-    ) -> FleetResource | None:
-        return root.resources.get(name)  # type: ignore[return-value]
 
 
 @strawberry.type(description="How current the gateway's view of the fleet is.")
@@ -206,7 +152,13 @@ class Query:
         keys = order_keys(matches, order_by)
         ranked = sorted(zip(keys, matches, strict=True), key=lambda pair: pair[0])
         return paginate(
-            [h for _, h in ranked], [k for k, _ in ranked], first, after, cursor_key, parse_key
+            [h for _, h in ranked],
+            [k for k, _ in ranked],
+            first,
+            after,
+            cursor_key,
+            parse_key,
+            info.context.max_page_size,
         )
 
     @strawberry.field(description="A consumer by UUID across all hypervisors, or null.")
@@ -233,7 +185,15 @@ class Query:
         ]
         if filter is not None:
             records = [r for r in records if _consumer_matches(r, filter)]
-        return paginate(records, [(r.uuid,) for r in records], first, after, tuple, tuple)
+        return paginate(
+            records,
+            [(r.uuid,) for r in records],
+            first,
+            after,
+            tuple,
+            tuple,
+            info.context.max_page_size,
+        )
 
     @strawberry.field(
         description="Capacity totals for the fleet (or the hosts a filter selects), optionally "
@@ -247,8 +207,7 @@ class Query:
             FleetGrouping, strawberry.argument(description="Grouping (default NONE).")
         ] = FleetGrouping.NONE,
     ) -> list[FleetGroup]:
-        hosts = apply_filter(info.context.snapshot, filter)
-        return fleet.fleet_capacity(hosts, fleet.Grouping(group_by.value))  # type: ignore[return-value]
+        return fleet_groups(info.context.snapshot, filter, group_by)  # type: ignore[return-value]
 
     @strawberry.field(description="The Placement view of the hypervisor with this provider UUID.")
     def placement_provider(
@@ -280,19 +239,29 @@ def _parse(value: object) -> Decimal:
         raise GraphQLError(str(error)) from error
 
 
-schema = strawberry.Schema(
-    query=Query,
-    config=StrawberryConfig(
-        scalar_map={
-            Quantity: strawberry.scalar(
-                name="Quantity",
-                description=QUANTITY_DESCRIPTION,
-                serialize=_serialize,
-                parse_value=_parse,
-            )
-        }
-    ),
-)
+Extension = type[SchemaExtension] | Callable[[], SchemaExtension]
+
+
+def build_schema(extensions: Sequence[Extension] = ()) -> strawberry.Schema:
+    """The schema; extensions only matter where Strawberry executes (WebSocket)."""
+    return strawberry.Schema(
+        query=Query,
+        subscription=Subscription,
+        extensions=list(extensions),
+        config=StrawberryConfig(
+            scalar_map={
+                Quantity: strawberry.scalar(
+                    name="Quantity",
+                    description=QUANTITY_DESCRIPTION,
+                    serialize=_serialize,
+                    parse_value=_parse,
+                )
+            }
+        ),
+    )
+
+
+schema = build_schema()
 
 
 def sdl() -> str:

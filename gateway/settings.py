@@ -26,6 +26,11 @@ class Settings:
     context: str | None = None
     log_level: str = "info"
     graphiql: bool = True
+    cache: str = "memory"
+    cache_entries: int = 2000
+    redis_url: str | None = None
+    cache_ttl: int = 300
+    coalesce_interval: float = 1.0
 
     @property
     def source(self) -> str:
@@ -48,6 +53,16 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
     ("kubeconfig", "KUBECONFIG", str, "kubeconfig file (default: in-cluster, then ~/.kube/config)"),
     ("context", "GATEWAY_CONTEXT", str, "kubeconfig context to use"),
     ("log_level", "GATEWAY_LOG_LEVEL", str, "debug, info, warning or error (default info)"),
+    ("cache", "GATEWAY_CACHE", str, "response cache: memory, redis or off (default memory)"),
+    ("cache_entries", "GATEWAY_CACHE_ENTRIES", int, "responses kept in memory (default 2000)"),
+    ("redis_url", "GATEWAY_REDIS_URL", str, "Redis for the shared cache, redis://host:6379/0"),
+    ("cache_ttl", "GATEWAY_CACHE_TTL", int, "seconds a response lives in Redis (default 300)"),
+    (
+        "coalesce_interval",
+        "GATEWAY_COALESCE_INTERVAL",
+        float,
+        "seconds between fleetCapacityChanged messages under churn (default 1)",
+    ),
 ]
 
 

@@ -17,13 +17,14 @@ from gateway.store import Store
 class StaticSource:
     """A source that loads a fixed list of objects once and keeps them."""
 
-    def __init__(self, objects: list[dict[str, Any]]) -> None:
+    def __init__(self, objects: list[dict[str, Any]], resource_version: str | None = None) -> None:
         self.objects = objects
+        self.resource_version = resource_version
         self.status = SyncStatus("static")
         self.loaded = asyncio.Event()
 
     async def run(self, store: Store) -> None:
-        store.replace(self.objects)
+        store.replace(self.objects, self.resource_version)
         store.mark_ready()
         self.status.synced = True
         self.status.confirm()
@@ -52,3 +53,27 @@ async def query(client: httpx.AsyncClient, document: str, **variables: Any) -> d
     assert "errors" not in body, body["errors"]
     data: dict[str, Any] = body["data"]
     return data
+
+
+@contextlib.asynccontextmanager
+async def run_server(
+    objects: list[dict[str, Any]], **app_options: Any
+) -> AsyncIterator[tuple[str, Store]]:
+    """The real app under uvicorn on a free loopback port; yields its base URL."""
+    import uvicorn
+
+    store = Store()
+    source = StaticSource(objects)
+    app = create_app(source, store, **app_options)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 - uvicorn only exposes a flag
+        await asyncio.sleep(0.01)
+    await source.loaded.wait()
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"127.0.0.1:{port}", store
+    finally:
+        server.should_exit = True
+        await task

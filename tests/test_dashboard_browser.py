@@ -7,7 +7,6 @@ artifacts/ (git-ignored) for a person to look at.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import subprocess
@@ -45,11 +44,7 @@ pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists() and not os.environ.get("CI"),
     reason="needs Debian's chromium (scripts/test installs it)",
 )
-needs_file_source = pytest.mark.xfail(
-    importlib.util.find_spec("gateway.files") is None,
-    reason="serve --from PATH needs the file source (gateway/files.py), not merged yet",
-    strict=False,
-)
+
 
 ZONES = """{ fleetCapacity(groupBy: ZONE) { key hypervisorCount resources {
   name physical reserved capacity booked free allocated overcommittedHosts unknownCapacityHosts } } }"""
@@ -169,7 +164,6 @@ def test_formatting_reference() -> None:
     assert amount("cpu", "1008") == "1,008"
 
 
-@needs_file_source
 def test_zones_show_the_figures_the_api_gives(page: Any, gateway: Gateway) -> None:
     open_dashboard(page, gateway)
     groups = gateway.query(ZONES)["fleetCapacity"]
@@ -205,7 +199,6 @@ def rows(page: Any) -> list[str]:
     return names
 
 
-@needs_file_source
 def test_table_highlights_sorts_and_filters(page: Any, gateway: Gateway) -> None:
     open_dashboard(page, gateway)
     data = gateway.query("{ hypervisors { nodes { name overcommitted } } }")
@@ -236,7 +229,6 @@ def test_table_highlights_sorts_and_filters(page: Any, gateway: Gateway) -> None
     assert page.inner_text("#count") == "1 of 4 hypervisors"
 
 
-@needs_file_source
 def test_consumer_search(page: Any, gateway: Gateway) -> None:
     open_dashboard(page, gateway)
     page.fill("#consumer-uuid", fleet.C3.upper())
@@ -275,7 +267,6 @@ def poll(read: Callable[[], Any], until: Callable[[Any], bool], timeout: float =
     return value
 
 
-@needs_file_source
 def test_page_follows_changes_to_the_fleet(page: Any, gateway: Gateway) -> None:
     open_dashboard(page, gateway)
     zone_cpu = '.zone[data-zone="qa-de-1a"] [data-resource="cpu"] dd[data-field="{}"]'
@@ -309,7 +300,6 @@ def test_page_follows_changes_to_the_fleet(page: Any, gateway: Gateway) -> None:
     screenshot(page, "dashboard.png")
 
 
-@needs_file_source
 def test_graphiql_runs_from_local_assets(page: Any, gateway: Gateway) -> None:
     requests: list[Any] = []
     page.on("request", lambda request: requests.append(request))

@@ -27,8 +27,9 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def post(client: httpx.AsyncClient, body: Any, accept: str | None = GQL,
-               content_type: str | None = JSON) -> httpx.Response:
+async def post(
+    client: httpx.AsyncClient, body: Any, accept: str | None = GQL, content_type: str | None = JSON
+) -> httpx.Response:
     headers = {}
     if accept is not None:
         headers["accept"] = accept
@@ -38,17 +39,21 @@ async def post(client: httpx.AsyncClient, body: Any, accept: str | None = GQL,
     return await client.post("/graphql", content=content, headers=headers)
 
 
-@pytest.mark.parametrize(("accept", "media_type"), [
-    (GQL, GQL),
-    (JSON, JSON),
-    ("*/*", JSON),
-    (None, JSON),
-    (f"{JSON};q=0.9, {GQL}", GQL),
-    (f"{GQL};q=0.5, {JSON}", JSON),
-    ("application/*", JSON),
-])
-async def test_response_media_type_follows_accept(client: httpx.AsyncClient, accept: str | None,
-                                                  media_type: str) -> None:
+@pytest.mark.parametrize(
+    ("accept", "media_type"),
+    [
+        (GQL, GQL),
+        (JSON, JSON),
+        ("*/*", JSON),
+        (None, JSON),
+        (f"{JSON};q=0.9, {GQL}", GQL),
+        (f"{GQL};q=0.5, {JSON}", JSON),
+        ("application/*", JSON),
+    ],
+)
+async def test_response_media_type_follows_accept(
+    client: httpx.AsyncClient, accept: str | None, media_type: str
+) -> None:
     response = await post(client, {"query": "{ __typename }"}, accept=accept)
     assert response.status_code == 200
     assert response.headers["content-type"] == f"{media_type}; charset=utf-8"
@@ -61,10 +66,14 @@ async def test_unacceptable_accept_is_406(client: httpx.AsyncClient) -> None:
 
 
 async def test_get_executes_queries(client: httpx.AsyncClient) -> None:
-    response = await client.get("/graphql", params={
-        "query": "query($n: String!) { hypervisor(name: $n) { name } }",
-        "variables": json.dumps({"n": "node-b"}),
-    }, headers={"accept": GQL})
+    response = await client.get(
+        "/graphql",
+        params={
+            "query": "query($n: String!) { hypervisor(name: $n) { name } }",
+            "variables": json.dumps({"n": "node-b"}),
+        },
+        headers={"accept": GQL},
+    )
     assert response.status_code == 200
     assert response.json() == {"data": {"hypervisor": {"name": "node-b"}}}
 
@@ -76,14 +85,19 @@ async def test_graphiql_for_browsers(client: httpx.AsyncClient) -> None:
     assert "graphiql" in response.text.lower()
 
 
-@pytest.mark.parametrize(("content_type", "status"), [
-    (None, 415),
-    ("text/plain", 415),
-    ("application/json; charset=latin-1", 415),
-    ("application/json; charset=utf-8", 200),
-    ("Application/JSON", 200),
-])
-async def test_post_content_type(client: httpx.AsyncClient, content_type: str | None, status: int) -> None:
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        (None, 415),
+        ("text/plain", 415),
+        ("application/json; charset=latin-1", 415),
+        ("application/json; charset=utf-8", 200),
+        ("Application/JSON", 200),
+    ],
+)
+async def test_post_content_type(
+    client: httpx.AsyncClient, content_type: str | None, status: int
+) -> None:
     response = await post(client, {"query": "{ __typename }"}, content_type=content_type)
     assert response.status_code == status
 
@@ -98,31 +112,37 @@ async def test_other_methods_are_405(client: httpx.AsyncClient) -> None:
     assert response.headers["allow"] == "GET, POST"
 
 
-@pytest.mark.parametrize("body", [
-    "{ not json",
-    {"query": None},
-    {},
-    {"query": {"a": 1}}, {"query": 1}, {"query": True}, {"query": ["{ __typename }"]},
-    {"query": "{ __typename }", "operationName": {"a": 1}},
-    {"query": "{ __typename }", "operationName": 1},
-    {"query": "{ __typename }", "operationName": True},
-    {"query": "{ __typename }", "operationName": []},
-    {"query": "{ __typename }", "variables": "{}"},
-    {"query": "{ __typename }", "variables": 1},
-    {"query": "{ __typename }", "variables": True},
-    {"query": "{ __typename }", "variables": []},
-    {"query": "{ __typename }", "extensions": "x"},
-    {"query": "{ __typename }", "extensions": 1},
-    {"query": "{ __typename }", "extensions": False},
-    {"query": "{ __typename }", "extensions": []},
-    [{"query": "{ __typename }"}],
-    {"query": "{"},
-    {"query": "{ nope }"},
-    {"query": "query($n: String!) { hypervisor(name: $n) { name } }", "variables": {"n": 1}},
-    {"query": "query($n: String!) { hypervisor(name: $n) { name } }"},
-    {"query": "query A { __typename } query B { __typename }"},
-    {"query": "query A { __typename }", "operationName": "B"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{ not json",
+        {"query": None},
+        {},
+        {"query": {"a": 1}},
+        {"query": 1},
+        {"query": True},
+        {"query": ["{ __typename }"]},
+        {"query": "{ __typename }", "operationName": {"a": 1}},
+        {"query": "{ __typename }", "operationName": 1},
+        {"query": "{ __typename }", "operationName": True},
+        {"query": "{ __typename }", "operationName": []},
+        {"query": "{ __typename }", "variables": "{}"},
+        {"query": "{ __typename }", "variables": 1},
+        {"query": "{ __typename }", "variables": True},
+        {"query": "{ __typename }", "variables": []},
+        {"query": "{ __typename }", "extensions": "x"},
+        {"query": "{ __typename }", "extensions": 1},
+        {"query": "{ __typename }", "extensions": False},
+        {"query": "{ __typename }", "extensions": []},
+        [{"query": "{ __typename }"}],
+        {"query": "{"},
+        {"query": "{ nope }"},
+        {"query": "query($n: String!) { hypervisor(name: $n) { name } }", "variables": {"n": 1}},
+        {"query": "query($n: String!) { hypervisor(name: $n) { name } }"},
+        {"query": "query A { __typename } query B { __typename }"},
+        {"query": "query A { __typename }", "operationName": "B"},
+    ],
+)
 async def test_request_errors(client: httpx.AsyncClient, body: Any) -> None:
     """400 without data for graphql-response+json; 200 with errors for application/json."""
     strict = await post(client, body, accept=GQL)
@@ -133,11 +153,14 @@ async def test_request_errors(client: httpx.AsyncClient, body: Any) -> None:
     assert "data" not in legacy.json() and legacy.json()["errors"]
 
 
-@pytest.mark.parametrize("body", [
-    {"query": "{ __typename }", "variables": None, "operationName": None, "extensions": None},
-    {"query": "{ __typename }", "variables": {}, "extensions": {"persistedQuery": None}},
-    {"query": "query A { __typename } query B { __typename }", "operationName": "B"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "{ __typename }", "variables": None, "operationName": None, "extensions": None},
+        {"query": "{ __typename }", "variables": {}, "extensions": {"persistedQuery": None}},
+        {"query": "query A { __typename } query B { __typename }", "operationName": "B"},
+    ],
+)
 async def test_optional_parameters(client: httpx.AsyncClient, body: Any) -> None:
     response = await post(client, body)
     assert response.status_code == 200
@@ -145,7 +168,9 @@ async def test_optional_parameters(client: httpx.AsyncClient, body: Any) -> None
 
 
 async def test_mutations_and_subscriptions_are_not_run_over_http(client: httpx.AsyncClient) -> None:
-    response = await client.get("/graphql", params={"query": "mutation { x }"}, headers={"accept": GQL})
+    response = await client.get(
+        "/graphql", params={"query": "mutation { x }"}, headers={"accept": GQL}
+    )
     assert response.status_code == 405
     response = await post(client, {"query": "subscription { x }"})
     assert response.status_code == 400
@@ -165,8 +190,13 @@ async def test_non_utf8_body_is_a_request_error(client: httpx.AsyncClient) -> No
 
 async def test_field_errors_are_executed_responses(client: httpx.AsyncClient) -> None:
     """A field error is not a request error: 200, a data entry, and the error's path."""
-    response = await post(client, {"query": '{ ok: hypervisor(name: "node-a") { name } '
-                                            'bad: hypervisors(after: "!!") { totalCount } }'})
+    response = await post(
+        client,
+        {
+            "query": '{ ok: hypervisor(name: "node-a") { name } '
+            'bad: hypervisors(after: "!!") { totalCount } }'
+        },
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["data"] is None  # hypervisors is non-null, so the error reaches the root

@@ -1,0 +1,28 @@
+"""Building a whole fleet's objects at once without the cyclic collector in the way.
+
+A fleet is millions of small dicts, lists and strings with no reference cycles.
+While they pile up, every collection of the oldest generation rescans the growing
+heap for cycles that are not there: generating or parsing a large fleet takes two
+to three times as long with the collector running. Pausing it for the duration
+is safe because nothing built meanwhile is cyclic garbage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+
+__all__ = ["collector_paused"]
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Disable the cyclic collector inside the block (it is process-wide), then restore it."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()

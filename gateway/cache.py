@@ -1,0 +1,187 @@
+"""A response cache that can never serve an answer older than the store.
+
+Keys carry the version of the data an answer was computed from, so a change in
+the store makes every older entry unreachable at once: no invalidation, no
+prefix deletes, no window in which a stale answer can be read. Old entries age
+out by size (memory) or TTL (Redis).
+
+Which version goes into the key depends on who shares the cache:
+
+* in memory (one replica), the store generation, which grows on every change;
+* in Redis (several replicas, each with its own informer), the resourceVersion
+  the snapshot was taken at. Replicas that have applied the same events up to
+  the same resourceVersion hold the same fleet, so they can share answers. A
+  source without resourceVersions (demo, files) falls back to a key private to
+  the replica: such replicas share nothing, which is correct if not useful.
+
+A cache backend that fails (Redis gone) never fails a request: the answer is
+computed from the store, the failure is logged once and counted, and the
+backend is left alone for a few seconds before it is tried again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any
+
+from aiocache import SimpleMemoryCache
+from aiocache.base import BaseCache
+from aiocache.serializers import BaseSerializer
+
+from gateway import __version__
+from gateway.store import Snapshot
+
+__all__ = ["BoundedMemoryCache", "CacheStats", "ResponseCache", "redis_backend"]
+
+log = logging.getLogger(__name__)
+
+
+class BytesSerializer(BaseSerializer):  # type: ignore[misc]
+    """Responses are stored as the exact bytes sent to the client."""
+
+    DEFAULT_ENCODING = None
+
+    def dumps(self, value: bytes) -> bytes:
+        return value
+
+    def loads(self, value: bytes | None) -> bytes | None:
+        return value
+
+
+class BoundedMemoryCache(SimpleMemoryCache):  # type: ignore[misc]
+    """aiocache's memory cache, bounded to ``max_entries`` (least recently used go)."""
+
+    def __init__(self, max_entries: int = 1000, **kwargs: Any) -> None:
+        super().__init__(serializer=BytesSerializer(), **kwargs)
+        self.max_entries = max_entries
+        self._cache: OrderedDict[str, object] = OrderedDict()
+
+    async def _get(self, key: str, encoding: str | None = "utf-8", _conn: Any = None) -> Any:
+        value = self._cache.get(key)
+        if value is not None:
+            self._cache.move_to_end(key)
+        return value
+
+    async def _set(
+        self, key: str, value: Any, ttl: Any = None, _cas_token: Any = None, _conn: Any = None
+    ) -> Any:
+        result = await super()._set(key, value, ttl=ttl, _cas_token=_cas_token, _conn=_conn)
+        while len(self._cache) > self.max_entries:
+            oldest = next(iter(self._cache))
+            await self._delete(oldest)
+        return result
+
+
+def redis_backend(url: str, *, timeout: float = 0.25) -> BaseCache:
+    """A Redis backend from ``redis://host:port/db``; operations time out quickly."""
+    from urllib.parse import urlparse
+
+    from aiocache import RedisCache
+
+    parsed = urlparse(url)
+    return RedisCache(
+        endpoint=parsed.hostname or "127.0.0.1",
+        port=parsed.port or 6379,
+        db=int(parsed.path.lstrip("/") or 0),
+        password=parsed.password,
+        serializer=BytesSerializer(),
+        namespace="hgw",
+        timeout=timeout,
+        create_connection_timeout=timeout,
+    )
+
+
+@dataclasses.dataclass(slots=True)
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    stores: int = 0
+    errors: int = 0
+    degraded: bool = False
+
+
+class ResponseCache:
+    """Serialized GraphQL responses, keyed by request and data version."""
+
+    def __init__(
+        self,
+        backend: BaseCache,
+        *,
+        shared: bool = False,
+        ttl: int | None = None,
+        retry_after: float = 5.0,
+    ) -> None:
+        self.backend = backend
+        self.shared = shared
+        self.ttl = ttl
+        self.retry_after = retry_after
+        self.stats = CacheStats()
+        self._instance = uuid.uuid4().hex
+        self._down_until = 0.0
+
+    def key(
+        self,
+        document: str,
+        operation: str | None,
+        variables: Any,
+        snapshot: Snapshot,
+        scope: str = "",
+    ) -> str:
+        """The cache key of one request against one snapshot."""
+        if self.shared and snapshot.resource_version is not None:
+            version = f"rv:{snapshot.resource_version}"
+        else:
+            version = f"{self._instance}:{snapshot.generation}"
+        material = json.dumps(
+            [__version__, version, scope, document, operation, variables],
+            sort_keys=True,
+            separators=(",", ":"),
+            default=str,
+        )
+        return hashlib.sha256(material.encode()).hexdigest()
+
+    async def get(self, key: str) -> bytes | None:
+        if time.monotonic() < self._down_until:
+            self.stats.misses += 1
+            return None
+        try:
+            value = await self.backend.get(key)
+        except Exception as error:  # a backend failure is never the client's problem
+            self._failed(error)
+            self.stats.misses += 1
+            return None
+        self._recovered()
+        if value is None:
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        return bytes(value)
+
+    async def set(self, key: str, value: bytes) -> None:
+        if time.monotonic() < self._down_until:
+            return
+        try:
+            await self.backend.set(key, value, ttl=self.ttl)
+        except Exception as error:
+            self._failed(error)
+            return
+        self.stats.stores += 1
+        self._recovered()
+
+    def _failed(self, error: Exception) -> None:
+        self.stats.errors += 1
+        self._down_until = time.monotonic() + self.retry_after
+        if not self.stats.degraded:
+            log.warning("response cache unavailable, answering uncached: %r", error)
+        self.stats.degraded = True
+
+    def _recovered(self) -> None:
+        if self.stats.degraded:
+            log.warning("response cache available again")
+        self.stats.degraded = False

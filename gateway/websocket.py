@@ -1,0 +1,111 @@
+"""GraphQL subscriptions over WebSocket, on the same ``/graphql`` path.
+
+Strawberry implements both protocols in use: ``graphql-transport-ws`` and, for
+older clients, the legacy ``graphql-ws``. We only supply the context: a live one
+that follows the store (see :class:`gateway.context.Context`), created once per
+connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+from strawberry.extensions import DisableIntrospection, SchemaExtension
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+
+from gateway.context import Context
+from gateway.feed import Feed
+from gateway.limits import LimitError, Limits, check_document
+from gateway.schema import Extension, build_schema
+from gateway.source import SyncStatus
+from gateway.store import Store
+
+__all__ = ["SubscriptionServer"]
+
+
+class DocumentLimits(SchemaExtension):
+    """The HTTP endpoint's document limits, for operations sent over WebSocket."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+
+    def on_operation(self) -> Iterator[None]:
+        self.execution_context.parse_options["max_tokens"] = self.limits.max_tokens
+        yield
+
+    def on_validate(self) -> Iterator[None]:
+        document = self.execution_context.graphql_document
+        if document is not None:
+            try:
+                check_document(document, self.limits)
+            except LimitError as error:
+                # Counts as validation already run: the costly rules never see it.
+                self.execution_context.pre_execution_errors = [error]
+        yield
+
+
+class SubscriptionServer(GraphQL[Context, None]):
+    """The WebSocket half of ``/graphql``; HTTP requests never reach it."""
+
+    def __init__(
+        self,
+        store: Store,
+        status: SyncStatus,
+        feed: Feed,
+        *,
+        limits: Limits,
+        introspection: bool = True,
+        allowed_origins: Sequence[str] = (),
+        coalesce_interval: float = 1.0,
+        max_subscriptions_per_connection: int = 20,
+        max_connections: int = 500,
+        keep_alive_interval: float = 15.0,
+    ) -> None:
+        extensions: list[Extension] = [lambda: DocumentLimits(limits)]
+        if not introspection:
+            extensions.append(DisableIntrospection)
+        super().__init__(
+            build_schema(extensions),
+            graphql_ide=None,
+            allowed_origins=allowed_origins,
+            keep_alive=True,
+            keep_alive_interval=keep_alive_interval,
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
+            connection_init_wait_timeout=timedelta(seconds=10),
+            max_subscriptions_per_connection=max_subscriptions_per_connection,
+        )
+        self.store = store
+        self.status = status
+        self.feed = feed
+        self.coalesce_interval = coalesce_interval
+        self.limits = limits
+        self.max_connections = max_connections
+        self.connections = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and self.connections >= self.max_connections:
+            # Refuse the handshake (the client sees HTTP 403) before any protocol work.
+            await send({"type": "websocket.close", "code": 1013, "reason": "too many connections"})
+            return
+        self.connections += 1
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.connections -= 1
+
+    async def get_context(self, request: Any, response: Any) -> Context:
+        live = isinstance(request, WebSocket)
+        return Context(
+            self.store,
+            self.status,
+            self.feed,
+            pinned=not live,
+            coalesce_interval=self.coalesce_interval,
+            max_page_size=self.limits.max_page_size,
+            connection=request if live else None,
+        )

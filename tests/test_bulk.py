@@ -1,0 +1,32 @@
+"""Pausing the cyclic collector restores whatever state it found."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from gateway.bulk import collector_paused
+
+
+def test_collector_is_paused_inside_and_restored_after() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_collector_is_restored_when_the_block_fails() -> None:
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
+def test_a_collector_disabled_by_the_caller_stays_disabled() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -1,0 +1,238 @@
+"""The response cache: hits, never stale, and a real Redis that may go away."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway.app import create_app
+from gateway.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.schema import schema
+from gateway.store import Store
+from tests import fleet
+from tests.support import StaticSource
+
+QUERY = '{ fleetCapacity { resource(name: "cpu") { free booked } } hypervisors { nodes { name resource(name: "cpu") { free } } } }'
+
+
+def with_cpu(name: str, cpu: int, rv: str) -> dict[str, Any]:
+    obj = next(o for o in fleet.objects() if o["metadata"]["name"] == name)
+    obj["metadata"]["resourceVersion"] = rv
+    obj["spec"]["bookings"][-1]["consumer"]["resources"]["cpu"] = str(cpu)
+    return obj
+
+
+class Gateway:
+    """The real app with a given cache, and a client for it."""
+
+    def __init__(self, cache: ResponseCache, resource_version: str | None = None) -> None:
+        self.store = Store()
+        self.source = StaticSource(fleet.objects(), resource_version)
+        self.cache = cache
+        self.app = create_app(self.source, self.store, cache=cache)
+
+    async def __aenter__(self) -> Gateway:
+        self._lifespan = self.app.router.lifespan_context(self.app)
+        await self._lifespan.__aenter__()
+        await self.source.loaded.wait()
+        self.client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url="http://gateway"
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.aclose()
+        await self._lifespan.__aexit__(None, None, None)
+
+    async def ask(self, document: str = QUERY, **variables: Any) -> bytes:
+        response = await self.client.post(
+            "/graphql", json={"query": document, "variables": variables}
+        )
+        assert response.status_code == 200
+        return response.content
+
+    def truth(self, document: str = QUERY, **variables: Any) -> Any:
+        """The answer computed directly from the store, bypassing HTTP and the cache."""
+        from gateway.context import Context
+        from gateway.feed import Feed
+
+        context = Context(self.store, self.source.status, Feed(self.store))
+        result = schema.execute_sync(document, variable_values=variables, context_value=context)
+        assert result.errors is None
+        return result.data
+
+
+async def test_repeated_queries_are_hits_and_identical() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        first = await gateway.ask()
+        second = await gateway.ask(" " + QUERY.replace(" { ", "{"))  # same meaning, other text
+        assert first == second
+        assert (gateway.cache.stats.hits, gateway.cache.stats.misses) == (1, 1)
+
+
+async def test_a_store_change_is_seen_at_once() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        import json
+
+        before = json.loads(await gateway.ask())
+        gateway.store.upsert(with_cpu("node-b", 10, "2"))  # node-b booked 4 + 10 = 14, free 50
+        after = json.loads(await gateway.ask())
+        assert before != after
+        assert after["data"] == gateway.truth()
+        assert after["data"]["hypervisors"]["nodes"][1]["resource"]["free"] == "50"
+
+
+async def test_errors_are_never_cached() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        for _ in range(2):
+            await gateway.ask('{ hypervisors(after: "!!") { totalCount } }')
+        assert gateway.cache.stats.stores == 0
+
+
+async def test_memory_cache_is_bounded() -> None:
+    backend = BoundedMemoryCache(max_entries=5)
+    async with Gateway(ResponseCache(backend)) as gateway:
+        for n in range(20):
+            await gateway.ask("query($n: String!) { hypervisor(name: $n) { name } }", n=f"x{n}")
+        assert len(backend._cache) == 5
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("change"), st.sampled_from(["node-a", "node-b"]), st.integers(1, 300)
+            ),
+            st.tuples(st.just("delete"), st.sampled_from(["node-a", "node-b", "node-c"])),
+            st.tuples(st.just("query"), st.sampled_from([QUERY, "{ consumers { totalCount } }"])),
+        ),
+        max_size=30,
+    )
+)
+def test_cache_never_answers_older_than_the_store(steps: list[tuple[Any, ...]]) -> None:
+    async def run() -> None:
+        import json
+
+        async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+            for version, step in enumerate(steps, start=10):
+                if step[0] == "change":
+                    gateway.store.upsert(with_cpu(step[1], step[2], str(version)))
+                elif step[0] == "delete":
+                    gateway.store.delete(step[1])
+                else:
+                    answer = json.loads(await gateway.ask(step[1]))
+                    assert answer["data"] == gateway.truth(step[1])
+
+    asyncio.run(run())
+
+
+# A real Redis server on loopback.
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            if os.environ.get("CI"):
+                pytest.fail("redis-server is not installed (scripts/test installs it)")
+            pytest.skip("redis-server is not installed (apt-get install redis-server)")
+        self.process = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        pytest.fail("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_replicas_share_answers_through_redis(redis_server: RedisServer) -> None:
+    one = ResponseCache(redis_backend(redis_server.url), shared=True, ttl=60)
+    two = ResponseCache(redis_backend(redis_server.url), shared=True, ttl=60)
+    async with Gateway(one, "100") as first, Gateway(two, "100") as second:
+        # Both listed the same objects at the same resourceVersion.
+        answer = await first.ask()
+        assert await second.ask() == answer
+        assert (one.stats.misses, two.stats.hits) == (1, 1)
+        # A replica that has seen one more change computes its own answer.
+        second.store.upsert(with_cpu("node-b", 10, "101"), "101")
+        changed = await second.ask()
+        assert changed != answer and two.stats.misses == 1
+
+
+async def test_redis_going_away_degrades_to_uncached(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = ResponseCache(redis_backend(redis_server.url), shared=True, ttl=60, retry_after=0.5)
+    async with Gateway(cache) as gateway:
+        expected = await gateway.ask()
+        await gateway.ask()
+        assert cache.stats.hits == 1
+        redis_server.stop()
+        with caplog.at_level(logging.WARNING, logger="gateway.cache"):
+            started = time.monotonic()
+            for _ in range(20):
+                assert await gateway.ask() == expected
+            assert time.monotonic() - started < 5  # one timeout, then the backend is skipped
+        assert cache.stats.degraded and cache.stats.errors >= 1
+        assert sum("response cache unavailable" in r.message for r in caplog.records) == 1
+        redis_server.start()
+        await asyncio.sleep(0.6)
+        await gateway.ask()
+        await gateway.ask()
+        assert not cache.stats.degraded

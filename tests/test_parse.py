@@ -1,0 +1,717 @@
+"""Parsing Hypervisor objects: every field, every warning, and no crash on broken input."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway.domain import (
+    Aggregate,
+    ConsumerBooking,
+    Hypervisor,
+    ReservationBooking,
+    Source,
+    Trait,
+)
+from gateway.parse import ParseError, parse_hypervisor
+from tests.objects import consumer, crd_schema, hypervisor, reservation, uuid_of
+
+GiB = 2**30
+AGGREGATE_UUID = "0b5e3a3e-3a47-4d8f-9a43-6e0f3b3c1d2a"
+
+
+def full_object() -> dict[str, Any]:
+    """A schema-valid object that sets every field the gateway reads."""
+    return hypervisor(
+        "node-7",
+        labels={
+            "topology.kubernetes.io/zone": "qa-de-1a",
+            "topology.kubernetes.io/region": "qa-de-1",
+            "kubernetes.metal.cloud.sap/bb": "bb091",
+            "worker.garden.sapcloud.io/group": "hv-group",
+            "kubernetes.io/hostname": "node-7",
+        },
+        spec={
+            "maintenance": "manual",
+            "maintenanceReason": "disk swap",
+            "lifecycleEnabled": True,
+            "highAvailability": False,
+            "allowedProjects": ["p1", "p2"],
+            "customTraits": ["CUSTOM_A"],
+            "aggregates": ["agg-spec"],
+            "groups": [
+                {"trait": {"name": "HW_CPU_X86_AVX2"}},
+                {
+                    "aggregate": {
+                        "name": "agg-group",
+                        "uuid": AGGREGATE_UUID,
+                        "metadata": {"type": "gpu"},
+                    }
+                },
+            ],
+            "overcommit": {"cpu": 2.0, "memory": 1.5},
+            "bookings": [
+                reservation("host", {"cpu": 4, "memory": "8Gi"}),
+                consumer(
+                    uuid_of(1).upper(),
+                    {"cpu": 16, "memory": "64Gi", "DISK_GB": 80},
+                    consumerGeneration=3,
+                    consumerType="INSTANCE",
+                    projectID="p1",
+                    userID="u1",
+                ),
+                consumer(uuid_of(2), {"cpu": 8}, consumerType="MIGRATION"),
+            ],
+        },
+        status={
+            "capacity": {"cpu": 256, "memory": "1Ti"},
+            "effectiveCapacity": {"cpu": 512, "memory": "1536Gi"},
+            "allocation": {"cpu": 20, "memory": "70Gi"},
+            "cells": [
+                {"cellID": 1, "capacity": {"cpu": 128}, "allocation": {"cpu": 4}},
+                {
+                    "cellID": 0,
+                    "capacity": {"cpu": 128, "memory": "512Gi"},
+                    "effectiveCapacity": {"cpu": 256},
+                    "allocation": {"cpu": 16},
+                },
+            ],
+            "instances": [
+                {"id": uuid_of(1).upper(), "name": "vm-1", "active": True},
+                {"id": uuid_of(9), "name": "vm-9", "active": False},
+            ],
+            "numInstances": 2,
+            "hypervisorId": "5a4ad5c5-3c3a-4a0e-8a34-92c4b4b1e0f1",
+            "serviceId": "svc-1",
+            "internalIp": "10.0.0.7",
+            "traits": ["COMPUTE_STATUS_ENABLED"],
+            "aggregates": [{"name": "agg-status", "uuid": AGGREGATE_UUID, "metadata": {}}],
+            "conditions": [
+                {
+                    "type": "Onboarding",
+                    "status": "False",
+                    "reason": "Succeeded",
+                    "message": "",
+                    "lastTransitionTime": "2025-01-01T00:00:00Z",
+                },
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "Ready",
+                    "message": "all good",
+                    "lastTransitionTime": "2025-01-02T00:00:00Z",
+                },
+            ],
+            "hypervisorVersion": "9.1.0",
+            "libVirtVersion": "10.0.0",
+            "operatingSystem": {
+                "prettyVersion": "Garden Linux 1877.3",
+                "kernelRelease": "6.12.1",
+                "hardwareModel": "PowerEdge R760",
+                "gardenLinuxFeatures": ["server", "khost"],
+            },
+        },
+        resource_version="4711",
+    )
+
+
+def parse(obj: Mapping[str, Any]) -> Hypervisor:
+    return parse_hypervisor(obj)
+
+
+def with_spec(**spec: Any) -> Hypervisor:
+    return parse(hypervisor(spec=spec))
+
+
+def test_full_object() -> None:
+    h = parse(full_object())
+    assert h.warnings == ()
+    assert (h.name, h.uid, h.resource_version, h.generation) == ("node-7", "uid-node-7", "4711", 1)
+    assert (h.zone, h.region, h.building_block, h.worker_group) == (
+        "qa-de-1a",
+        "qa-de-1",
+        "bb091",
+        "hv-group",
+    )
+    assert h.labels["kubernetes.io/hostname"] == "node-7"
+    assert (h.maintenance, h.maintenance_reason) == ("manual", "disk swap")
+    assert (h.lifecycle_enabled, h.high_availability) == (True, False)
+    assert h.allowed_projects == ("p1", "p2")
+    assert h.overcommit == {"cpu": 2, "memory": Decimal("1.5")}
+    assert h.bookings_tracked
+    assert h.has_status
+    assert h.capacity == {"cpu": 256, "memory": 2**40}
+    assert h.effective_capacity == {"cpu": 512, "memory": 1536 * GiB}
+    assert h.allocation == {"cpu": 20, "memory": 70 * GiB}
+    assert h.num_instances == 2
+    assert (h.hypervisor_id, h.service_id, h.internal_ip) == (
+        "5a4ad5c5-3c3a-4a0e-8a34-92c4b4b1e0f1",
+        "svc-1",
+        "10.0.0.7",
+    )
+    assert (h.hypervisor_version, h.libvirt_version) == ("9.1.0", "10.0.0")
+    assert h.operating_system == {
+        "prettyVersion": "Garden Linux 1877.3",
+        "kernelRelease": "6.12.1",
+        "hardwareModel": "PowerEdge R760",
+        "gardenLinuxFeatures": "server, khost",
+    }
+
+
+def test_bookings() -> None:
+    h = parse(full_object())
+    first, second = h.consumers
+    assert first == ConsumerBooking(
+        uuid=uuid_of(1),  # lower-cased
+        resources={"cpu": 16, "memory": 64 * GiB, "DISK_GB": 80},
+        consumer_generation=3,
+        consumer_type="INSTANCE",
+        project_id="p1",
+        user_id="u1",
+        hypervisor="node-7",
+    )
+    assert second.consumer_generation is None  # just created
+    assert (second.consumer_type, second.project_id, second.user_id) == ("MIGRATION", None, None)
+    assert h.reservations == (
+        ReservationBooking(
+            name="host", resources={"cpu": 4, "memory": 8 * GiB}, hypervisor="node-7"
+        ),
+    )
+    assert [type(b) for b in h.bookings] == [ReservationBooking, ConsumerBooking, ConsumerBooking]
+
+
+def test_derived_resources() -> None:
+    h = parse(full_object())
+    cpu, memory, disk = h.resources["cpu"], h.resources["memory"], h.resources["DISK_GB"]
+    assert (cpu.capacity, cpu.booked, cpu.free, cpu.reserved) == (504, 24, 480, 4)
+    assert (cpu.allocated, cpu.unallocated, cpu.effective_capacity) == (20, 484, 512)
+    assert memory.capacity == (2**40 - 8 * GiB) * 3 // 2
+    assert memory.free == (2**40 - 8 * GiB) * 3 // 2 - 64 * GiB
+    assert (disk.physical, disk.booked, disk.free) == (None, 80, None)
+
+
+def test_conditions_and_readiness() -> None:
+    h = parse(full_object())
+    assert [c.type for c in h.conditions] == ["Onboarding", "Ready"]
+    assert h.ready
+    assert h.ready_reason == "Ready"
+    assert h.conditions[1].message == "all good"
+    assert h.conditions[1].last_transition_time == "2025-01-02T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("conditions", "ready", "reason"),
+    [
+        ([{"type": "Ready", "status": "False", "reason": "Evicted"}], False, "Evicted"),
+        ([{"type": "Ready", "status": "Unknown"}], False, None),
+        ([{"type": "Onboarding", "status": "True", "reason": "Running"}], False, None),
+        ([], False, None),
+    ],
+)
+def test_readiness(conditions: list[Any], ready: bool, reason: str | None) -> None:
+    h = parse(hypervisor(status={"conditions": conditions}))
+    assert (h.ready, h.ready_reason) == (ready, reason)
+
+
+def test_no_status_is_not_ready() -> None:
+    h = parse(hypervisor())
+    assert not h.has_status
+    assert not h.ready
+    assert h.capacity == {}
+    assert h.drift is None
+
+
+def test_cells_are_sorted_by_id() -> None:
+    cells = parse(full_object()).cells
+    assert [c.cell_id for c in cells] == [0, 1]
+    assert cells[0].capacity == {"cpu": 128, "memory": 512 * GiB}
+    assert cells[0].effective_capacity == {"cpu": 256}
+    assert cells[1].effective_capacity == {}
+    assert cells[1].allocation == {"cpu": 4}
+
+
+def test_traits_and_aggregates_keep_their_source() -> None:
+    h = parse(full_object())
+    assert h.traits == (
+        Trait("HW_CPU_X86_AVX2", Source.SPEC_GROUPS),
+        Trait("CUSTOM_A", Source.SPEC),
+        Trait("COMPUTE_STATUS_ENABLED", Source.STATUS),
+    )
+    assert h.aggregates == (
+        Aggregate("agg-group", AGGREGATE_UUID, {"type": "gpu"}, Source.SPEC_GROUPS),
+        Aggregate("agg-spec", None, {}, Source.SPEC),
+        Aggregate("agg-status", AGGREGATE_UUID, {}, Source.STATUS),
+    )
+
+
+def test_the_same_trait_from_two_sources_is_kept_twice() -> None:
+    h = parse(
+        hypervisor(
+            spec={"customTraits": ["T"], "groups": [{"trait": {"name": "T"}}]},
+            status={"traits": ["T"]},
+        )
+    )
+    assert sorted(t.source.value for t in h.traits) == ["spec", "spec.groups", "status"]
+
+
+@pytest.mark.parametrize(("raw", "mode"), [("", None), (None, None), ("ha", "ha")])
+def test_maintenance(raw: str | None, mode: str | None) -> None:
+    assert with_spec(maintenance=raw).maintenance == mode
+
+
+# Bookings: absent, empty, malformed.
+
+
+def test_absent_bookings_are_not_tracked_and_treated_as_empty() -> None:
+    h = parse(hypervisor(spec={}, status={"capacity": {"cpu": 8}}))
+    assert not h.bookings_tracked
+    assert h.bookings == ()
+    assert h.resources["cpu"].free == 8
+    assert h.drift is None  # nothing to compare against
+    assert not with_spec(bookings=None).bookings_tracked
+
+
+def test_empty_bookings_are_tracked() -> None:
+    h = with_spec(bookings=[])
+    assert h.bookings_tracked
+    assert h.bookings == ()
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {},
+        {"consumer": None, "reservation": None},
+        {
+            "consumer": {"uuid": uuid_of(1), "resources": {"cpu": 1}},
+            "reservation": {"name": "r", "resources": {"cpu": 1}},
+        },
+    ],
+)
+def test_a_booking_must_be_exactly_one_kind(entry: dict[str, Any]) -> None:
+    h = with_spec(bookings=[entry, consumer(uuid_of(2), {"cpu": 2})])
+    assert [b.uuid for b in h.consumers] == [uuid_of(2)]
+    assert h.reservations == ()
+    assert h.warnings == (
+        "spec.bookings[0]: must set exactly one of consumer or reservation; booking ignored",
+    )
+    assert h.resources["cpu"].booked == 2
+
+
+@pytest.mark.parametrize("uuid", [None, "", "not-a-uuid", 42, uuid_of(1) + "0", " " + uuid_of(1)])
+def test_invalid_consumer_uuid_is_ignored_with_a_warning(uuid: Any) -> None:
+    h = with_spec(bookings=[{"consumer": {"uuid": uuid, "resources": {"cpu": 1}}}])
+    assert h.consumers == ()
+    assert len(h.warnings) == 1
+    assert h.warnings[0].startswith("spec.bookings[0].consumer.uuid: invalid consumer UUID")
+
+
+def test_reservation_without_name_is_ignored_with_a_warning() -> None:
+    h = with_spec(bookings=[{"reservation": {"name": "", "resources": {"cpu": 1}}}])
+    assert h.reservations == ()
+    assert h.warnings == (
+        "spec.bookings[0].reservation.name: reservation has no name; booking ignored",
+    )
+
+
+def test_same_consumer_twice_on_one_host_is_summed_with_a_warning() -> None:
+    h = parse(
+        hypervisor(
+            spec={
+                "bookings": [
+                    consumer(uuid_of(1), {"cpu": 2, "memory": "1Gi"}),
+                    consumer(uuid_of(1).upper(), {"cpu": 3}),
+                ]
+            },
+            status={"capacity": {"cpu": 8}},
+        )
+    )
+    assert len(h.consumers) == 2
+    assert h.resources["cpu"].booked == 5
+    assert h.resources["cpu"].free == 3
+    assert h.resources["memory"].booked == GiB
+    assert h.warnings == (
+        f"spec.bookings[1].consumer: consumer {uuid_of(1)} is booked more than once here; "
+        "amounts summed",
+    )
+
+
+def test_same_reservation_twice_is_summed_with_a_warning() -> None:
+    h = with_spec(bookings=[reservation("r", {"cpu": 1}), reservation("r", {"cpu": 2})])
+    assert h.resources["cpu"].reserved == 3
+    assert len(h.warnings) == 1
+    assert "appears more than once" in h.warnings[0]
+
+
+def test_bad_quantity_is_warned_about_and_left_out_of_sums() -> None:
+    h = parse(
+        hypervisor(
+            spec={
+                "bookings": [
+                    consumer(uuid_of(1), {"cpu": "NaN", "memory": "1Gi"}),
+                    consumer(uuid_of(2), {"cpu": 2}),
+                    reservation("r", {"cpu": "1 Gi"}),
+                ]
+            },
+            status={"capacity": {"cpu": 8, "memory": "two"}, "allocation": {"cpu": True}},
+        )
+    )
+    assert [c.uuid for c in h.consumers] == [uuid_of(1), uuid_of(2)]  # the booking stays
+    assert h.consumers[0].resources == {"memory": GiB}
+    assert h.reservations[0].resources == {}
+    cpu = h.resources["cpu"]
+    assert (cpu.booked, cpu.reserved, cpu.capacity, cpu.free, cpu.allocated) == (2, 0, 8, 6, None)
+    assert h.resources["memory"].physical is None
+    assert [w.split(":")[0] for w in h.warnings] == [
+        "spec.bookings[0].consumer.resources.cpu",
+        "spec.bookings[2].reservation.resources.cpu",
+        "status.capacity.memory",
+        "status.allocation.cpu",
+    ]
+    assert all(w.endswith("left out of all sums") for w in h.warnings)
+
+
+def test_negative_amount_is_counted_and_warned_about() -> None:
+    h = parse(
+        hypervisor(
+            spec={"bookings": [consumer(uuid_of(1), {"cpu": "-2"})]},
+            status={"capacity": {"cpu": 8}},
+        )
+    )
+    assert h.resources["cpu"].booked == -2
+    assert h.resources["cpu"].free == 10
+    assert h.warnings == ("spec.bookings[0].consumer.resources.cpu: negative amount -2",)
+
+
+# Overcommit.
+
+
+@pytest.mark.parametrize(
+    ("ratio", "expected"), [(1, 1), (1.0, 1), (2.5, Decimal("2.5")), ("3", 3), (1e30, 10**30)]
+)
+def test_overcommit(ratio: Any, expected: Decimal) -> None:
+    assert with_spec(overcommit={"cpu": ratio}).overcommit == {"cpu": expected}
+
+
+@pytest.mark.parametrize("ratio", [0.5, 0, -2, "abc", "1500m", True, None, [2], float("nan"), 1e31])
+def test_bad_overcommit_falls_back_to_one_with_a_warning(ratio: Any) -> None:
+    h = parse(
+        hypervisor(
+            spec={"overcommit": {"cpu": ratio, "memory": 2}},
+            status={"capacity": {"cpu": 8, "memory": 8}},
+        )
+    )
+    assert h.overcommit == {"memory": 2}
+    assert h.resources["cpu"].overcommit_ratio == 1
+    assert h.resources["cpu"].capacity == 8
+    assert h.resources["memory"].capacity == 16
+    assert len(h.warnings) == 1
+    assert h.warnings[0].startswith("spec.overcommit.cpu: ")
+    assert h.warnings[0].endswith("ratio 1.0 used")
+
+
+def test_overcommit_not_a_map_is_warned_about() -> None:
+    h = with_spec(overcommit=[2])
+    assert h.overcommit == {}
+    assert h.warnings == ("spec.overcommit: expected an object, got list; ignored",)
+
+
+# Instances and drift.
+
+
+def test_drift() -> None:
+    h = parse(full_object())
+    assert h.drift is not None
+    assert [b.uuid for b in h.drift.booked_not_running] == [uuid_of(2)]
+    assert [i.id for i in h.drift.running_not_booked] == [uuid_of(9)]
+    assert [(i.id, i.name, i.active) for i in h.instances] == [
+        (uuid_of(1), "vm-1", True),
+        (uuid_of(9), "vm-9", False),
+    ]
+
+
+def test_no_drift_without_bookings_or_status() -> None:
+    obj = full_object()
+    del obj["spec"]["bookings"]
+    assert parse(obj).drift is None
+    obj = full_object()
+    del obj["status"]
+    assert parse(obj).drift is None
+
+
+def test_instance_without_id_is_ignored() -> None:
+    h = parse(hypervisor(status={"instances": [{"name": "x", "active": True}, "junk"]}))
+    assert h.instances == ()
+    assert len(h.warnings) == 3  # junk: not an object, then no id; the first: no id
+
+
+# Broken objects: never a crash, only warnings; ParseError only without a name.
+
+
+@pytest.mark.parametrize("obj", [None, [], "Hypervisor", 42, {}, {"metadata": {}}])
+def test_unrepresentable_objects_raise_parse_error(obj: Any) -> None:
+    with pytest.raises(ParseError):
+        parse_hypervisor(obj)
+
+
+@pytest.mark.parametrize("metadata", [None, [], "node-1", {"name": ""}, {"name": 7}])
+def test_metadata_without_a_name_raises_parse_error(metadata: Any) -> None:
+    with pytest.raises(ParseError):
+        parse_hypervisor({"metadata": metadata, "spec": {}})
+
+
+def test_spec_that_is_a_list() -> None:
+    h = parse({"metadata": {"name": "n"}, "spec": [1, 2], "status": {"capacity": {"cpu": 4}}})
+    assert h.warnings == ("spec: expected an object, got list; ignored",)
+    assert not h.bookings_tracked
+    assert h.resources["cpu"].free == 4
+
+
+def test_status_that_is_a_string() -> None:
+    h = parse({"metadata": {"name": "n"}, "status": "pending"})
+    assert not h.has_status
+    assert h.warnings == ("status: expected an object, got str; ignored",)
+
+
+def test_labels_with_non_string_values() -> None:
+    h = parse(
+        hypervisor(
+            labels={
+                "topology.kubernetes.io/zone": None,
+                "topology.kubernetes.io/region": 1,
+                "ok": "yes",
+                "flag": True,
+            }
+        )
+    )
+    assert h.labels == {"ok": "yes"}
+    assert h.zone is None
+    assert h.region is None
+    assert sorted(w.split(":")[0] for w in h.warnings) == [
+        "metadata.labels.flag",
+        "metadata.labels.topology.kubernetes.io/region",
+    ]
+
+
+def test_wrongly_typed_scalars_are_warned_about() -> None:
+    h = parse(
+        hypervisor(
+            spec={
+                "maintenance": 3,
+                "lifecycleEnabled": "yes",
+                "allowedProjects": ["p", 5],
+                "customTraits": "CUSTOM_A",
+            },
+            status={"numInstances": "2", "cellS": [], "cells": [{"cellID": True}], "internalIp": 1},
+        )
+    )
+    assert (h.maintenance, h.lifecycle_enabled, h.num_instances, h.internal_ip) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    assert h.allowed_projects == ("p",)
+    assert h.traits == ()
+    assert h.cells == ()
+    assert len(h.warnings) == 8
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+
+
+# Every path in the object but the name and what holds it.
+FULL_PATHS = [p for p in _paths(full_object()) if ("metadata", "name")[: len(p)] != p]
+
+
+@given(st.lists(st.tuples(st.sampled_from(FULL_PATHS), JSON), min_size=1, max_size=4))
+def test_any_field_replaced_by_any_json_never_crashes(replacements: list[Any]) -> None:
+    obj = full_object()
+    for path, value in replacements:
+        parent: Any = obj
+        for key in path[:-1]:
+            if not isinstance(parent, dict | list):
+                break
+            try:
+                parent = parent[key]
+            except (KeyError, IndexError, TypeError):
+                break
+        else:
+            if isinstance(parent, dict) or (isinstance(parent, list) and path[-1] < len(parent)):
+                parent[path[-1]] = value
+    h = parse_hypervisor(obj)
+    assert h.name == "node-7"
+    for resource in h.resources.values():
+        assert resource.booked.is_finite()
+
+
+# The operator's CRD: every field the parser reads exists in its schema.
+
+
+class Recording(Mapping[str, Any]):
+    """A mapping that records the path of every key looked up, present or not."""
+
+    def __init__(self, data: Mapping[str, Any], path: str, seen: set[str]) -> None:
+        self._data, self._path, self._seen = data, path, seen
+
+    def __getitem__(self, key: str) -> Any:
+        path = f"{self._path}.{key}" if self._path else key
+        self._seen.add(path)
+        return _record(self._data[key], path, self._seen)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _record(value: Any, path: str, seen: set[str]) -> Any:
+    if isinstance(value, dict):
+        return Recording(value, path, seen)
+    if isinstance(value, list):
+        return [_record(item, f"{path}[]", seen) for item in value]
+    return value
+
+
+def _in_schema(schema: Mapping[str, Any], path: str) -> bool:
+    node: Any = schema
+    for part in path.split("."):
+        name, is_list = (part[:-2], True) if part.endswith("[]") else (part, False)
+        if name in node.get("properties", {}):
+            node = node["properties"][name]
+        elif isinstance(node.get("additionalProperties"), Mapping):
+            node = node["additionalProperties"]
+        else:
+            return False
+        if is_list:
+            node = node["items"]
+    return True
+
+
+SCHEMA = crd_schema()
+
+
+@pytest.mark.skipif(SCHEMA is None, reason="operator CRD reference not present")
+def test_every_field_the_parser_reads_is_in_the_operator_schema() -> None:
+    assert SCHEMA is not None
+    seen: set[str] = set()
+    h = parse_hypervisor(_record(full_object(), "", seen))
+    assert h.warnings == ()
+    read = {path for path in seen if not path.startswith(("metadata.", "apiVersion", "kind"))}
+    # The recorder works: it saw the deep paths.
+    assert {
+        "spec.bookings[].consumer.consumerGeneration",
+        "spec.groups[].aggregate.metadata",
+        "status.cells[].effectiveCapacity",
+        "status.operatingSystem",
+    } <= read
+    assert sorted(p for p in read if not _in_schema(SCHEMA, p)) == []
+
+
+@pytest.mark.skipif(SCHEMA is None, reason="operator CRD reference not present")
+def test_the_schema_check_catches_a_renamed_field() -> None:
+    assert SCHEMA is not None
+    assert _in_schema(SCHEMA, "status.cells[].cellID")
+    assert not _in_schema(SCHEMA, "status.cells[].cellId")
+    assert not _in_schema(SCHEMA, "spec.booking")
+
+
+def test_parsing_does_not_modify_the_object() -> None:
+    obj = full_object()
+    before = copy.deepcopy(obj)
+    parse_hypervisor(obj)
+    assert obj == before
+
+
+def test_warnings_quote_hostile_values_briefly() -> None:
+    huge = "x" * 1_000_000
+    h = parse(
+        hypervisor(
+            spec={"bookings": [{"consumer": {"uuid": huge, "resources": {"cpu": huge}}}]},
+            status={"numInstances": huge, "capacity": {"cpu": huge}},
+        )
+    )
+    assert len(h.warnings) == 4
+    assert all(len(w) < 200 for w in h.warnings), [len(w) for w in h.warnings]
+
+
+@pytest.mark.parametrize("bookings", ["garbage", {"consumer": {}}, 3])
+def test_bookings_that_are_not_a_list_are_not_tracked(bookings: Any) -> None:
+    h = parse(hypervisor(spec={"bookings": bookings}, status={"instances": []}))
+    assert not h.bookings_tracked
+    assert h.drift is None
+    assert h.warnings == (
+        f"spec.bookings: expected a list, got {type(bookings).__name__}; ignored",
+    )
+
+
+@pytest.mark.parametrize(
+    "group",
+    [
+        {},
+        {"trait": {"name": "T"}, "aggregate": {"name": "A", "uuid": AGGREGATE_UUID}},
+        "T",
+    ],
+)
+def test_a_group_must_be_exactly_one_kind(group: Any) -> None:
+    h = with_spec(groups=[group, {"trait": {"name": "KEPT"}}])
+    assert h.traits == (Trait("KEPT", Source.SPEC_GROUPS),)
+    assert h.aggregates == ()
+    assert h.warnings[-1] == (
+        "spec.groups[0]: must set exactly one of trait or aggregate; group ignored"
+    )
+
+
+def test_aggregate_without_name_is_ignored() -> None:
+    h = parse(
+        hypervisor(
+            spec={"groups": [{"aggregate": {"uuid": AGGREGATE_UUID}}]},
+            status={"aggregates": [{"name": "", "uuid": AGGREGATE_UUID}, {"name": "ok"}]},
+        )
+    )
+    assert h.aggregates == (Aggregate("ok", None, {}, Source.STATUS),)
+    assert h.warnings == (
+        "spec.groups[0].aggregate: aggregate has no name; ignored",
+        "status.aggregates[0]: aggregate has no name; ignored",
+    )
+
+
+def test_aggregate_metadata_keeps_only_strings() -> None:
+    h = with_spec(
+        groups=[
+            {
+                "aggregate": {
+                    "name": "a",
+                    "uuid": AGGREGATE_UUID,
+                    "metadata": {"k": "v", "n": None, "i": 1},
+                }
+            }
+        ]
+    )
+    assert h.aggregates[0].metadata == {"k": "v"}
+    assert h.warnings == (
+        "spec.groups[0].aggregate.metadata.i: expected a string, got int; ignored",
+    )

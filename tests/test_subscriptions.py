@@ -1,0 +1,251 @@
+"""Subscriptions end to end over a real WebSocket, in both protocols."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import websockets
+
+from gateway.store import Store
+from tests import fleet
+from tests.support import run_server
+
+TRANSPORT_WS = "graphql-transport-ws"
+LEGACY_WS = "graphql-ws"
+
+
+class Client:
+    """A minimal client for both subscription protocols."""
+
+    def __init__(self, ws: websockets.ClientConnection, protocol: str) -> None:
+        self.ws = ws
+        self.protocol = protocol
+
+    async def init(self) -> None:
+        await self.send({"type": "connection_init", "payload": {}})
+        assert (await self.receive())["type"] == "connection_ack"
+
+    async def subscribe(self, id: str, query: str, **variables: Any) -> None:
+        kind = "subscribe" if self.protocol == TRANSPORT_WS else "start"
+        await self.send(
+            {"id": id, "type": kind, "payload": {"query": query, "variables": variables}}
+        )
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(json.dumps(message))
+
+    async def receive(self, wait: float = 5) -> dict[str, Any]:
+        while True:
+            message: dict[str, Any] = json.loads(await asyncio.wait_for(self.ws.recv(), wait))
+            if message["type"] not in ("ka", "ping", "pong"):
+                return message
+
+    async def next(self, wait: float = 5) -> dict[str, Any]:
+        message = await self.receive(wait)
+        assert message["type"] in ("next", "data"), message
+        data: dict[str, Any] = message["payload"]["data"]
+        return data
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[str, Store]]:
+    async with run_server(fleet.objects(), coalesce_interval=0.2) as running:
+        yield running
+
+
+async def connect(address: str, protocol: str) -> AsyncIterator[Client]:
+    async with websockets.connect(f"ws://{address}/graphql", subprotocols=[protocol]) as ws:
+        client = Client(ws, protocol)
+        await client.init()
+        yield client
+
+
+def modified(name: str, cpu: str) -> dict[str, Any]:
+    objects = {o["metadata"]["name"]: o for o in fleet.objects()}
+    obj = objects[name]
+    obj["metadata"]["resourceVersion"] = cpu
+    # node-a: consumer C2; node-b: consumer C3
+    obj["spec"]["bookings"][-2]["consumer"]["resources"]["cpu"] = cpu
+    return obj
+
+
+@pytest.mark.parametrize("protocol", [TRANSPORT_WS, LEGACY_WS])
+async def test_hypervisor_changed(server: tuple[str, Store], protocol: str) -> None:
+    address, store = server
+    async for client in connect(address, protocol):
+        await client.subscribe(
+            "1",
+            """subscription { hypervisorChanged(filter: {zone: "qa-de-1a"}) {
+            type hypervisor { name resource(name: "cpu") { free } } } }""",
+        )
+        await asyncio.sleep(0.1)
+        store.upsert(modified("node-a", "10"))  # booked 16+10+4 = 30, free 474
+        store.delete("node-c")
+        store.upsert(modified("node-b", "10"))  # other zone: not seen
+        assert await client.next() == {
+            "hypervisorChanged": {
+                "type": "MODIFIED",
+                "hypervisor": {"name": "node-a", "resource": {"free": "474"}},
+            }
+        }
+        assert await client.next() == {
+            "hypervisorChanged": {
+                "type": "DELETED",
+                "hypervisor": {"name": "node-c", "resource": {"free": None}},
+            }
+        }
+        with pytest.raises(TimeoutError):
+            await client.receive(wait=0.5)
+
+
+async def test_moving_out_of_the_filter_reads_as_deleted(server: tuple[str, Store]) -> None:
+    address, store = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "1",
+            """subscription { hypervisorChanged(filter: {zone: "qa-de-1a"}) {
+            type hypervisor { name zone } } }""",
+        )
+        await asyncio.sleep(0.1)
+        moved = modified("node-a", "10")
+        moved["metadata"]["labels"]["topology.kubernetes.io/zone"] = "qa-de-1b"
+        store.upsert(moved)
+        assert await client.next() == {
+            "hypervisorChanged": {
+                "type": "DELETED",
+                "hypervisor": {"name": "node-a", "zone": "qa-de-1b"},
+            }
+        }
+
+
+async def test_consumer_changed(server: tuple[str, Store]) -> None:
+    address, store = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "c",
+            """subscription($u: String!) { consumerChanged(uuid: $u) {
+            migrating hypervisors { name } } }""",
+            u=fleet.C3,
+        )
+        assert await client.next() == {
+            "consumerChanged": {
+                "migrating": True,
+                "hypervisors": [{"name": "node-a"}, {"name": "node-b"}],
+            }
+        }
+        node_b = modified("node-b", "10")
+        node_b["spec"]["bookings"] = node_b["spec"]["bookings"][1:]  # migration finished
+        store.upsert(node_b)
+        assert await client.next() == {
+            "consumerChanged": {"migrating": False, "hypervisors": [{"name": "node-a"}]}
+        }
+        store.delete("node-a")
+        assert await client.next() == {"consumerChanged": None}
+
+
+async def test_fleet_capacity_is_coalesced_and_latest(server: tuple[str, Store]) -> None:
+    address, store = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "f",
+            """subscription { fleetCapacityChanged(groupBy: ZONE) {
+            key resource(name: "cpu") { free } } }""",
+        )
+        first = await client.next()
+        assert first["fleetCapacityChanged"][0] == {"key": "qa-de-1a", "resource": {"free": "476"}}
+        for booked in range(1, 51):  # 50 changes in quick succession
+            store.upsert(modified("node-a", str(booked)))
+            await asyncio.sleep(0.002)
+        messages = []
+        while True:
+            try:
+                messages.append(await client.next(wait=0.6))
+            except TimeoutError:
+                break
+        assert 1 <= len(messages) <= 3, messages  # ~0.1 s of churn, 0.2 s interval
+        # The last message is the final state: booked 16 + 50 + 4 = 70, free 434.
+        assert messages[-1]["fleetCapacityChanged"][0]["resource"] == {"free": "434"}
+
+
+async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, Store]) -> None:
+    address, store = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "1", "subscription { hypervisorChanged { type hypervisor { name } } }"
+        )
+        await asyncio.sleep(0.1)
+        for n in range(3000):  # far more than the per-subscriber queue (1000) in one go
+            store.upsert(modified("node-a", str(n % 200 + 1)))
+        seen = 0
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            while True:
+                await client.receive()
+                seen += 1
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
+        assert seen <= 1000
+    # The server is fine and serves a new subscriber from the current state.
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "c", "subscription($u: String!) { consumerChanged(uuid: $u) { uuid } }", u=fleet.C1
+        )
+        assert await client.next() == {"consumerChanged": {"uuid": fleet.C1}}
+
+
+async def test_subscriptions_per_connection_are_limited(server: tuple[str, Store]) -> None:
+    address, _ = server
+    async for client in connect(address, TRANSPORT_WS):
+        for n in range(21):  # the limit is 20
+            await client.subscribe(str(n), "subscription { hypervisorChanged { type } }")
+        refused = await client.receive()
+        assert refused["type"] == "error" and refused["id"] == "20"
+        assert refused["payload"][0]["message"] == "Subscription limit reached"
+
+
+async def test_a_relist_brings_subscribers_to_the_true_state(server: tuple[str, Store]) -> None:
+    address, store = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "1",
+            'subscription { hypervisorChanged { type hypervisor { name resource(name: "cpu") { booked } } } }',
+        )
+        await asyncio.sleep(0.1)
+        # A relist: node-c vanished while disconnected, node-a changed, node-e is new.
+        objects = [o for o in fleet.objects() if o["metadata"]["name"] != "node-c"]
+        objects[0] = modified("node-a", "10")
+        new = fleet.objects()[2]
+        new["metadata"]["name"] = "node-e"
+        store.replace([*objects, new], "500")
+        events = {}
+        for _ in range(3):
+            change = (await client.next())["hypervisorChanged"]
+            events[change["hypervisor"]["name"]] = (
+                change["type"],
+                change["hypervisor"]["resource"]["booked"],
+            )
+        assert events == {
+            "node-a": ("MODIFIED", "30"),
+            "node-c": ("DELETED", "2"),
+            "node-e": ("ADDED", "2"),
+        }
+
+
+async def test_connections_per_server_are_limited() -> None:
+    async with run_server(fleet.objects(), max_connections=2) as (address, _):
+        async with (
+            websockets.connect(f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]),
+            websockets.connect(f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]),
+        ):
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                async with websockets.connect(
+                    f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]
+                ):
+                    pass
+            assert refused.value.response.status_code == 403
+        # Closed connections free their places.
+        async for client in connect(address, TRANSPORT_WS):
+            await client.subscribe("1", "subscription { fleetCapacityChanged { hypervisorCount } }")
+            assert (await client.next())["fleetCapacityChanged"] == [{"hypervisorCount": 4}]
