@@ -7,6 +7,7 @@ artifacts/ (git-ignored) for a person to look at.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -300,31 +301,54 @@ def test_page_follows_changes_to_the_fleet(page: Any, gateway: Gateway) -> None:
     screenshot(page, "dashboard.png")
 
 
-def test_graphiql_runs_from_local_assets(page: Any, gateway: Gateway) -> None:
-    requests: list[Any] = []
-    page.on("request", lambda request: requests.append(request))
-    page.goto(gateway.url + "/graphql")
-    page.wait_for_selector(".graphiql-query-editor .CodeMirror")
-
-    # A header typed in GraphiQL's header editor goes out with the query.
-    page.get_by_role("button", name="Headers").click()
+def set_editor(page: Any, selector: str, text: str) -> None:
     page.evaluate(
-        """() => {
-        const visible = ".graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror";
-        document.querySelector(visible).CodeMirror.setValue('{"x-dashboard-test": "1"}');
-        document.querySelector(".graphiql-query-editor .CodeMirror").CodeMirror
-          .setValue("{ hypervisors { totalCount nodes { name } } }");
-    }"""
+        "([selector, text]) => document.querySelector(selector).CodeMirror.setValue(text)",
+        [selector, text],
     )
+
+
+QUERY_EDITOR = ".graphiql-query-editor .CodeMirror"
+HEADERS_EDITOR = ".graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror"
+
+
+def run_in_graphiql(page: Any, document: str, expect: str) -> str:
+    set_editor(page, QUERY_EDITOR, document)
     page.click(".graphiql-execute-button")
     page.wait_for_function(
-        "() => document.querySelector('.result-window')?.innerText.includes('node-d')"
+        "expect => document.querySelector('.result-window')?.innerText.includes(expect)",
+        arg=expect,
     )
-    assert '"totalCount": 4' in page.inner_text(".result-window")
+    result: str = page.inner_text(".result-window")
+    return result
+
+
+def test_graphiql_runs_from_local_assets(page: Any, gateway: Gateway) -> None:
+    requests: list[Any] = []
+    frames: list[str] = []
+    page.on("request", lambda request: requests.append(request))
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: frames.append(frame)))
+    page.goto(gateway.url + "/graphql")
+    page.wait_for_selector(QUERY_EDITOR)
+
+    # A header typed in GraphiQL's header editor goes out with queries and subscriptions.
+    page.get_by_role("button", name="Headers").click()
+    set_editor(page, HEADERS_EDITOR, '{"x-dashboard-test": "1"}')
+    result = run_in_graphiql(page, "{ hypervisors { totalCount nodes { name } } }", "node-d")
+    assert '"totalCount": 4' in result
     screenshot(page, "graphiql.png")
 
     sent = [r for r in requests if r.method == "POST" and "totalCount" in (r.post_data or "")]
     assert sent and sent[0].headers.get("x-dashboard-test") == "1"
+
+    # Subscriptions run over a WebSocket on the same URL (graphql-transport-ws).
+    run_in_graphiql(
+        page, "subscription { fleetCapacityChanged { hypervisorCount } }", '"hypervisorCount": 4'
+    )
+    init = json.loads(frames[0])
+    assert init == {"type": "connection_init", "payload": {"x-dashboard-test": "1"}}
+    assert json.loads(frames[1])["type"] == "subscribe"
+
     outside = [r.url for r in requests if not r.url.startswith((gateway.url, "data:"))]
     assert outside == []
     assert any(r.url.endswith("/graphiql.min.js") for r in requests)

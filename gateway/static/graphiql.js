@@ -21,17 +21,20 @@ const EXAMPLE = `# Free capacity per zone. Ctrl-Enter runs the query.
 }
 `;
 
-function isSubscription(operationName, documentAST) {
-  const operations = (documentAST?.definitions ?? []).filter((d) => d.kind === "OperationDefinition");
-  const chosen = operationName ? operations.find((o) => o.name?.value === operationName) : operations[0];
-  return chosen?.operation === "subscription";
+// Parsed here rather than taken from GraphiQL's documentAST, which can lag behind
+// an editor changed just before running.
+function isSubscription({ query, operationName }) {
+  const { parse, getOperationAST } = GraphiQL.GraphQL;
+  try {
+    return getOperationAST(parse(query), operationName)?.operation === "subscription";
+  } catch {
+    return false; // not a document: the server will say why
+  }
 }
 
 function fetcher(params, options = {}) {
   const headers = options.headers ?? {};
-  return isSubscription(params.operationName, options.documentAST)
-    ? subscription(params, headers)
-    : post(params, headers);
+  return isSubscription(params) ? subscription(params, headers) : post(params, headers);
 }
 
 /** An Observable over its own connection, which ends with the subscription. */
