@@ -14,6 +14,9 @@ const NOTHING_KNOWN = { capacity: null, booked: "0", free: null, utilization: nu
 
 const text = (a, b) => a.localeCompare(b);
 const number = (a, b) => a - b;
+// Rounding to a float keeps order (a < b gives Number(a) <= Number(b)), so floats
+// decide quickly and only their ties need the exact comparison.
+const decimal = (a, b) => Number(a) - Number(b) || compareDecimal(a, b);
 const RESOURCES = [
   ["cpu", "CPU (cores)"],
   ["memory", "Memory"],
@@ -29,7 +32,7 @@ const COLUMNS = [
       label: field === "utilization" ? "util." : field,
       resource,
       get: (hv) => (hv[resource] ?? NOTHING_KNOWN)[field],
-      compare: field === "utilization" ? number : compareDecimal,
+      compare: field === "utilization" ? number : decimal,
       show: field === "utilization" ? formatPercent : (v) => formatAmount(resource, v),
     })),
   ),
@@ -37,6 +40,7 @@ const COLUMNS = [
 
 export class HypervisorTable {
   #nodes = new Map();
+  #rows = new WeakMap(); // hypervisor record -> its <tr>, so sorting and filtering reuse rows
   #frame = null;
   #sort = { key: "name", direction: 1 };
 
@@ -85,12 +89,18 @@ export class HypervisorTable {
       .filter((hv) => !this.oversubscribedOnly.checked || hv.overcommitted)
       .filter((hv) => !needle || [hv.name, hv.zone, hv.maintenance].some((v) => v?.toLowerCase().includes(needle)))
       .sort((a, b) => this.#compare(column, a, b));
-    this.body.replaceChildren(...rows.map(row));
+    this.body.replaceChildren(...rows.map((hv) => this.#row(hv)));
     for (const th of this.table.tHead.rows[1].cells) {
       const sorted = th.dataset.sort === this.#sort.key;
       th.setAttribute("aria-sort", sorted ? (this.#sort.direction > 0 ? "ascending" : "descending") : "none");
     }
     this.count.textContent = `${rows.length} of ${this.#nodes.size} hypervisors`;
+  }
+
+  #row(hv) {
+    let tr = this.#rows.get(hv);
+    if (!tr) this.#rows.set(hv, (tr = row(hv)));
+    return tr;
   }
 
   /** Unknown values last whichever the direction, ties by name: as the API orders. */
