@@ -28,7 +28,9 @@ export class ConsumerSearch {
     let content;
     try {
       const { consumer } = await query(CONSUMER, { uuid });
-      content = consumer ? result(consumer) : h("p", { class: "muted" }, `No consumer ${uuid} is booked anywhere.`);
+      content = consumer
+        ? result(consumer)
+        : h("p", { class: "muted" }, `No consumer ${uuid} is booked anywhere.`);
     } catch (error) {
       content = h("p", { class: "error" }, `Search failed: ${error.message}`);
     }

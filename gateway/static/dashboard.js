@@ -13,7 +13,8 @@ const RETRY_MS = { first: 5000, max: 60000 };
 
 const HOSTS = `hypervisors { nodes { ${HYPERVISOR_FIELDS} } }
   syncStatus { source synced error hypervisors }`;
-const EVERYTHING = `query Dashboard { fleetCapacity(groupBy: ZONE) { ${FLEET_GROUP_FIELDS} } ${HOSTS} }`;
+const EVERYTHING = `query Dashboard {
+  fleetCapacity(groupBy: ZONE) { ${FLEET_GROUP_FIELDS} } ${HOSTS} }`;
 const HOSTS_ONLY = `query Hypervisors { ${HOSTS} }`;
 const ZONES_CHANGED = `subscription Zones {
   fleetCapacityChanged(groupBy: ZONE) { ${FLEET_GROUP_FIELDS} } }`;

@@ -11,6 +11,7 @@ export function h(tag, attributes = {}, ...children) {
     else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value === true ? "" : value);
   }
-  node.append(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  const present = (child) => child !== null && child !== undefined && child !== false;
+  node.append(...children.flat(Infinity).filter(present));
   return node;
 }

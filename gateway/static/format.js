@@ -2,6 +2,12 @@
 // Fleet memory in bytes passes 2^53, so amounts are never parsed as floats where
 // the figure matters: BigInt does the arithmetic and rounding happens last, for display.
 
+/** The resources the pages show, with their labels. */
+export const RESOURCES = [
+  ["cpu", "CPU (cores)"],
+  ["memory", "Memory"],
+];
+
 const BINARY_UNITS = [
   ["TiB", 2n ** 40n, 2],
   ["GiB", 2n ** 30n, 1],

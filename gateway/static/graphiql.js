@@ -41,7 +41,8 @@ function fetcher(params, options = {}) {
 function subscription(params, headers) {
   return {
     subscribe(observer) {
-      const socket = new Socket({ extraHeaders: headers, onClose: (r) => observer.error(new Error(r)) });
+      const lost = (reason) => observer.error(new Error(reason));
+      const socket = new Socket({ extraHeaders: headers, onClose: lost });
       const failed = (error) => {
         socket.close();
         // Errors the server sent are a result to show, not a broken fetcher.

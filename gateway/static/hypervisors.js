@@ -2,10 +2,10 @@
 // Over-subscribed hosts (some free < 0) are highlighted; unknown figures read "unknown".
 
 import { h } from "./dom.js";
-import { compareDecimal, formatAmount, formatPercent } from "./format.js";
+import { RESOURCES, compareDecimal, formatAmount, formatPercent } from "./format.js";
 
-const RESOURCE_FIELDS = "capacity booked free utilization overcommitted";
-export const HYPERVISOR_FIELDS = `name zone ready maintenance overcommitted hasStatus
+const RESOURCE_FIELDS = "capacity booked free utilization";
+export const HYPERVISOR_FIELDS = `name zone ready maintenance overcommitted
   cpu: resource(name: "cpu") { ${RESOURCE_FIELDS} }
   memory: resource(name: "memory") { ${RESOURCE_FIELDS} }`;
 
@@ -17,14 +17,11 @@ const number = (a, b) => a - b;
 // Rounding to a float keeps order (a < b gives Number(a) <= Number(b)), so floats
 // decide quickly and only their ties need the exact comparison.
 const decimal = (a, b) => Number(a) - Number(b) || compareDecimal(a, b);
-const RESOURCES = [
-  ["cpu", "CPU (cores)"],
-  ["memory", "Memory"],
-];
+const yesNo = (value) => (value ? "yes" : "no");
 const COLUMNS = [
   { key: "name", label: "Hypervisor", get: (hv) => hv.name, compare: text },
   { key: "zone", label: "Zone", get: (hv) => hv.zone, compare: text },
-  { key: "ready", label: "Ready", get: (hv) => hv.ready, compare: number, show: (v) => (v ? "yes" : "no") },
+  { key: "ready", label: "Ready", get: (hv) => hv.ready, compare: number, show: yesNo },
   { key: "maintenance", label: "Maintenance", get: (hv) => hv.maintenance, compare: text },
   ...RESOURCES.flatMap(([resource]) =>
     ["free", "booked", "capacity", "utilization"].map((field) => ({
@@ -47,12 +44,21 @@ export class HypervisorTable {
   constructor({ table, filter, oversubscribedOnly, count }) {
     Object.assign(this, { table, filter, oversubscribedOnly, count });
     const plain = COLUMNS.filter((column) => !column.resource);
+    const groups = RESOURCES.map(([, label]) => h("th", { colspan: 4, class: "group" }, label));
+    const headers = COLUMNS.map((column) =>
+      h(
+        "th",
+        {
+          dataset: { sort: column.key },
+          class: column.resource && "numeric",
+          onclick: () => this.sortBy(column.key),
+        },
+        column.label,
+      ),
+    );
     table.createTHead().replaceChildren(
-      h("tr", {}, plain.map(() => h("th", {})),
-        RESOURCES.map(([, label]) => h("th", { colspan: 4, class: "group" }, label))),
-      h("tr", {}, COLUMNS.map((column) =>
-        h("th", { dataset: { sort: column.key }, class: column.resource && "numeric", onclick: () => this.sortBy(column.key) }, column.label),
-      )),
+      h("tr", {}, plain.map(() => h("th", {})), groups),
+      h("tr", {}, headers),
     );
     this.body = table.createTBody();
     filter.addEventListener("input", () => this.render());
@@ -85,14 +91,15 @@ export class HypervisorTable {
   render() {
     const column = COLUMNS.find((c) => c.key === this.#sort.key);
     const needle = this.filter.value.trim().toLowerCase();
+    const matches = (hv) =>
+      !needle || [hv.name, hv.zone, hv.maintenance].some((v) => v?.toLowerCase().includes(needle));
     const rows = [...this.#nodes.values()]
-      .filter((hv) => !this.oversubscribedOnly.checked || hv.overcommitted)
-      .filter((hv) => !needle || [hv.name, hv.zone, hv.maintenance].some((v) => v?.toLowerCase().includes(needle)))
+      .filter((hv) => matches(hv) && (!this.oversubscribedOnly.checked || hv.overcommitted))
       .sort((a, b) => this.#compare(column, a, b));
     this.body.replaceChildren(...rows.map((hv) => this.#row(hv)));
+    const direction = this.#sort.direction > 0 ? "ascending" : "descending";
     for (const th of this.table.tHead.rows[1].cells) {
-      const sorted = th.dataset.sort === this.#sort.key;
-      th.setAttribute("aria-sort", sorted ? (this.#sort.direction > 0 ? "ascending" : "descending") : "none");
+      th.setAttribute("aria-sort", th.dataset.sort === this.#sort.key ? direction : "none");
     }
     this.count.textContent = `${rows.length} of ${this.#nodes.size} hypervisors`;
   }
@@ -119,13 +126,16 @@ function row(hv) {
     { class: hv.overcommitted && "oversubscribed", dataset: { name: hv.name } },
     COLUMNS.map((column) => {
       const value = column.get(hv);
-      const unknown = column.resource && (value === null || value === undefined);
-      const negative = typeof value === "string" && value.startsWith("-");
+      const classes = column.resource && [
+        "numeric",
+        value === null && "unknown",
+        typeof value === "string" && value.startsWith("-") && "negative",
+      ];
       return h(
         "td",
         {
           dataset: { field: column.key, value: value ?? "" },
-          class: [column.resource && "numeric", unknown && "unknown", negative && "negative"].filter(Boolean).join(" ") || null,
+          class: classes && classes.filter(Boolean).join(" "),
         },
         column.show ? column.show(value) : (value ?? ""),
       );

@@ -1,16 +1,12 @@
 // Capacity per zone as bars: booked, free and reserved, for cpu and memory.
 
 import { h } from "./dom.js";
-import { approximate, formatAmount, formatPercent } from "./format.js";
+import { RESOURCES, approximate, formatAmount, formatPercent } from "./format.js";
 
 export const FLEET_GROUP_FIELDS = `key hypervisorCount resources {
   name physical reserved capacity booked free allocated
   unknownCapacityHosts overcommittedHosts utilization }`;
 
-const SHOWN = [
-  ["cpu", "CPU (cores)"],
-  ["memory", "Memory"],
-];
 const FIGURES = ["booked", "free", "reserved", "capacity", "physical", "allocated"];
 
 /** Replace the zone cards with these FleetGroups (zones in name order, no zone last). */
@@ -29,14 +25,16 @@ function zoneCard(group) {
     "section",
     { class: "zone", dataset: { zone: group.key ?? "" } },
     h("h3", {}, name, " ", h("small", {}, hosts)),
-    SHOWN.map(([key, label]) => resourceBlock(key, label, resources.get(key))),
+    RESOURCES.map(([key, label]) => resourceBlock(key, label, resources.get(key))),
   );
 }
 
 function resourceBlock(key, label, resource) {
   if (!resource) {
-    return h("div", { class: "resource", dataset: { resource: key } }, h("p", {}, `${label}: none`));
+    const none = h("p", {}, `${label}: none`);
+    return h("div", { class: "resource", dataset: { resource: key } }, none);
   }
+  const utilization = `${formatPercent(resource.utilization)} booked`;
   return h(
     "div",
     { class: "resource", dataset: { resource: key } },
@@ -44,13 +42,9 @@ function resourceBlock(key, label, resource) {
       "div",
       { class: "resource-head" },
       h("strong", {}, label),
-      h("span", { dataset: { field: "utilization" } }, formatPercent(resource.utilization), " booked"),
-      resource.overcommittedHosts > 0 &&
-        h("span", { class: "badge danger", dataset: { field: "overcommittedHosts" } },
-          `${resource.overcommittedHosts} over-subscribed`),
-      resource.unknownCapacityHosts > 0 &&
-        h("span", { class: "badge muted", dataset: { field: "unknownCapacityHosts" } },
-          `${resource.unknownCapacityHosts} unknown capacity`),
+      h("span", { dataset: { field: "utilization" } }, utilization),
+      badge(resource, "overcommittedHosts", "danger", "over-subscribed"),
+      badge(resource, "unknownCapacityHosts", "muted", "unknown capacity"),
     ),
     bar(resource),
     h(
@@ -68,6 +62,12 @@ function resourceBlock(key, label, resource) {
   );
 }
 
+function badge(resource, field, style, text) {
+  const count = resource[field];
+  const attributes = { class: `badge ${style}`, dataset: { field } };
+  return count > 0 && h("span", attributes, `${count} ${text}`);
+}
+
 /**
  * Booked and free share the schedulable capacity (booked beyond it is drawn as
  * over-subscribed); reserved is set apart, since it is taken before overcommit.
@@ -82,9 +82,10 @@ function bar(resource) {
   const total = Math.max(booked + Math.max(free, 0), capacity) + reserved || 1;
   const segment = (cls, amount) =>
     amount > 0 && h("span", { class: cls, style: { width: `${(100 * amount) / total}%` } });
+  const label = `booked ${resource.booked} of ${resource.capacity}`;
   return h(
     "div",
-    { class: "bar", role: "img", "aria-label": `booked ${resource.booked} of ${resource.capacity}` },
+    { class: "bar", role: "img", "aria-label": label },
     segment("booked", within),
     segment("over", over),
     segment("free", Math.max(free, 0)),
