@@ -268,8 +268,14 @@ def poll(read: Callable[[], Any], until: Callable[[Any], bool], timeout: float =
     return value
 
 
-def test_page_follows_changes_to_the_fleet(page: Any, gateway: Gateway) -> None:
+@pytest.mark.parametrize("websocket", ["open", "refused"])
+def test_page_follows_changes_to_the_fleet(page: Any, gateway: Gateway, websocket: str) -> None:
+    """Through the subscriptions, or by polling when no WebSocket gets through."""
+    if websocket == "refused":
+        page.route_web_socket("**/graphql", lambda ws: ws.close(code=1011))
     open_dashboard(page, gateway)
+    state = "live" if websocket == "open" else "polling"
+    page.wait_for_selector(f'#connection[data-state="{state}"]', timeout=CHANGE_TIMEOUT_MS)
     zone_cpu = '.zone[data-zone="qa-de-1a"] [data-resource="cpu"] dd[data-field="{}"]'
     row_cpu = '#hypervisors tr[data-name="node-a"] [data-field="cpu.{}"]'
     # node-a 28 + node-c 2 (capacity unknown, bookings still count)
@@ -294,11 +300,16 @@ def test_page_follows_changes_to_the_fleet(page: Any, gateway: Gateway) -> None:
     wait_for_value(page, row_cpu.format("booked"), "52")
     assert page.inner_text(row_cpu.format("free")) == "452"
 
-    # Live once the schema has subscriptions; until then the page says it polls.
-    subscriptions = gateway.query("{ __schema { subscriptionType { name } } }")["__schema"]
-    state = "live" if subscriptions["subscriptionType"] else "polling"
-    page.wait_for_selector(f'#connection[data-state="{state}"]', timeout=CHANGE_TIMEOUT_MS)
-    screenshot(page, "dashboard.png")
+    # A host whose file goes away leaves the table and its zone.
+    (gateway.directory / "node-d.yaml").unlink()
+    page.wait_for_selector('#hypervisors tr[data-name="node-d"]', state="detached")
+    page.wait_for_function(
+        "() => document.querySelector('.zone[data-zone=\"qa-de-1b\"] h3').innerText"
+        " === 'qa-de-1b 1 hypervisor'",
+        timeout=CHANGE_TIMEOUT_MS,
+    )
+    assert page.get_attribute("#connection", "data-state") == state
+    screenshot(page, "dashboard.png" if websocket == "open" else "dashboard-polling.png")
 
 
 def set_editor(page: Any, selector: str, text: str) -> None:

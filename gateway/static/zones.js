@@ -54,7 +54,11 @@ function resourceBlock(key, label, resource) {
         h("dt", { class: field }, field),
         h(
           "dd",
-          { dataset: { field, value: resource[field] }, title: `${resource[field]} ${unit(key)}` },
+          {
+            dataset: { field, value: resource[field] },
+            title: `${resource[field]} ${unit(key)}`,
+            class: resource[field].startsWith("-") && "negative",
+          },
           formatAmount(key, resource[field]),
         ),
       ]),
