@@ -20,6 +20,7 @@ from gateway.context import Context
 from gateway.feed import Feed
 from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
+from gateway.pages import routes as page_routes
 from gateway.schema import schema
 from gateway.source import Source
 from gateway.store import Store
@@ -100,6 +101,7 @@ def create_app(
             WebSocketRoute("/graphql", subscriptions),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
+            *page_routes(),
         ],
         lifespan=lifespan,
         middleware=[
