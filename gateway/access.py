@@ -9,7 +9,8 @@ GraphiQL, probes or ``/metrics``).
 One log line per request, with method, path, status, operation, outcome,
 duration and request id. Never the query string (GET requests carry variables
 there), never a header: tokens cannot reach the log by this route. Probes and
-scrapes, which arrive every few seconds, log at debug level.
+scrapes, which arrive every few seconds, and the page assets under ``/static/``
+log at debug level.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = ["RequestObserver"]
 log = logging.getLogger("gateway.access")
 
 QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+QUIET_PREFIX = "/static/"
 
 
 class RequestObserver:
@@ -71,6 +73,7 @@ class RequestObserver:
                 "duration_ms": round(seconds * 1000, 2),
                 "request_id": response["request_id"],
             }
-            level = logging.DEBUG if path in QUIET_PATHS else logging.INFO
+            quiet = path in QUIET_PATHS or path.startswith(QUIET_PREFIX)
+            level = logging.DEBUG if quiet else logging.INFO
             extra = {key: value for key, value in fields.items() if value is not None}
             log.log(level, "%s %s %s", scope["method"], path, response["status"], extra=extra)

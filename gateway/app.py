@@ -22,6 +22,7 @@ from gateway.feed import Feed
 from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
 from gateway.metrics import Metrics, StateCollector
+from gateway.pages import routes as page_routes
 from gateway.schema import schema
 from gateway.source import Source
 from gateway.store import Store
@@ -104,6 +105,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics.endpoint),
+            *page_routes(),
         ],
         lifespan=lifespan,
         middleware=[

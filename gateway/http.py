@@ -41,11 +41,11 @@ from graphql import (
 )
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from strawberry.http.ides import get_graphql_ide_html
 
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.limits import LimitError, Limits, check_document
+from gateway.pages import graphiql_html
 
 __all__ = ["GraphQLEndpoint", "HttpError"]
 
@@ -113,7 +113,7 @@ class GraphQLEndpoint:
         media_type = JSON
         try:
             if self.graphiql and _wants_graphiql(request):
-                return HTMLResponse(get_graphql_ide_html())
+                return HTMLResponse(graphiql_html())
             media_type = negotiate(request.headers.get("accept"))
             params = await self._params(request)
             response = await self._run(request, params, media_type, request_id)

@@ -55,6 +55,8 @@ class _Parser:
         self.warnings.append(f"{path}: {message}")
 
     def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        if type(value) is dict:  # the common case, without an ABC check
+            return value
         if value is None:
             return {}
         if not isinstance(value, Mapping):
@@ -209,58 +211,92 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
 
 
 def _bookings(p: _Parser, value: Any, hypervisor: str) -> tuple[Booking, ...]:
+    # The hot loop of parsing: a fleet has hundreds of thousands of bookings, so
+    # well-formed fields are taken as they are and paths are only spelled out
+    # for a warning.
     bookings: list[Booking] = []
     seen_consumers: set[str] = set()
     seen_reservations: set[str] = set()
     for i, entry in enumerate(p.items(value, "spec.bookings")):
-        path = f"spec.bookings[{i}]"
-        entry = p.mapping(entry, path)
-        kinds = [k for k in ("consumer", "reservation") if entry.get(k) is not None]
-        if len(kinds) != 1:
-            p.warn(path, "must set exactly one of consumer or reservation; booking ignored")
+        entry = p.mapping(entry, f"spec.bookings[{i}]")
+        consumer, reservation = entry.get("consumer"), entry.get("reservation")
+        if (consumer is None) == (reservation is None):
+            p.warn(
+                f"spec.bookings[{i}]",
+                "must set exactly one of consumer or reservation; booking ignored",
+            )
             continue
-        body = p.mapping(entry[kinds[0]], f"{path}.{kinds[0]}")
-        path = f"{path}.{kinds[0]}"
+        kind = "consumer" if consumer is not None else "reservation"
+        path = f"spec.bookings[{i}].{kind}"
+        body = p.mapping(consumer if consumer is not None else reservation, path)
         resources = p.amounts(body.get("resources"), f"{path}.resources")
-        if kinds[0] == "consumer":
-            uuid = body.get("uuid")
-            if not isinstance(uuid, str) or not _UUID.fullmatch(uuid):
-                p.warn(
-                    f"{path}.uuid", f"invalid consumer UUID {reprlib.repr(uuid)}; booking ignored"
-                )
-                continue
-            uuid = uuid.lower()
-            if uuid in seen_consumers:
-                p.warn(path, f"consumer {uuid} is booked more than once here; amounts summed")
-            seen_consumers.add(uuid)
-            bookings.append(
-                ConsumerBooking(
-                    uuid=uuid,
-                    resources=resources,
-                    consumer_generation=p.integer(
-                        body.get("consumerGeneration"), f"{path}.consumerGeneration"
-                    ),
-                    consumer_type=p.string(body.get("consumerType"), f"{path}.consumerType"),
-                    project_id=p.string(body.get("projectID"), f"{path}.projectID"),
-                    user_id=p.string(body.get("userID"), f"{path}.userID"),
-                    hypervisor=hypervisor,
-                )
-            )
-        else:
-            name = body.get("name")
-            if not isinstance(name, str) or not name:
-                p.warn(f"{path}.name", "reservation has no name; booking ignored")
-                continue
-            if name in seen_reservations:
-                p.warn(path, f"reservation {name!r} appears more than once; amounts summed")
-            seen_reservations.add(name)
-            bookings.append(
-                ReservationBooking(name=name, resources=resources, hypervisor=hypervisor)
-            )
+        booking = (
+            _consumer(p, body, path, hypervisor, resources, seen_consumers)
+            if consumer is not None
+            else _reservation(p, body, path, hypervisor, resources, seen_reservations)
+        )
+        if booking is None:
+            continue
+        bookings.append(booking)
         for resource, amount in resources.items():
             if amount < 0:
                 p.warn(f"{path}.resources.{resource}", f"negative amount {amount}")
     return tuple(bookings)
+
+
+_CONSUMER_STRINGS = ("consumerType", "projectID", "userID")
+
+
+def _consumer(
+    p: _Parser,
+    body: Mapping[str, Any],
+    path: str,
+    hypervisor: str,
+    resources: dict[str, Decimal],
+    seen: set[str],
+) -> ConsumerBooking | None:
+    uuid = body.get("uuid")
+    if type(uuid) is not str or not _UUID.fullmatch(uuid):
+        p.warn(f"{path}.uuid", f"invalid consumer UUID {reprlib.repr(uuid)}; booking ignored")
+        return None
+    uuid = uuid.lower()
+    if uuid in seen:
+        p.warn(path, f"consumer {uuid} is booked more than once here; amounts summed")
+    seen.add(uuid)
+    generation = body.get("consumerGeneration")
+    if generation is not None and type(generation) is not int:
+        generation = p.integer(generation, f"{path}.consumerGeneration")
+    strings = [body.get(k) for k in _CONSUMER_STRINGS]
+    for n, text in enumerate(strings):
+        if text is not None and type(text) is not str:
+            strings[n] = p.string(text, f"{path}.{_CONSUMER_STRINGS[n]}")
+    return ConsumerBooking(
+        uuid=uuid,
+        resources=resources,
+        consumer_generation=generation,
+        consumer_type=strings[0],
+        project_id=strings[1],
+        user_id=strings[2],
+        hypervisor=hypervisor,
+    )
+
+
+def _reservation(
+    p: _Parser,
+    body: Mapping[str, Any],
+    path: str,
+    hypervisor: str,
+    resources: dict[str, Decimal],
+    seen: set[str],
+) -> ReservationBooking | None:
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        p.warn(f"{path}.name", "reservation has no name; booking ignored")
+        return None
+    if name in seen:
+        p.warn(path, f"reservation {name!r} appears more than once; amounts summed")
+    seen.add(name)
+    return ReservationBooking(name=name, resources=resources, hypervisor=hypervisor)
 
 
 def _memberships(

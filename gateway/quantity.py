@@ -61,6 +61,25 @@ def parse_quantity(value: Any) -> Decimal:
     JSON integers are taken as they are; a float (only YAML files can carry one) is
     read from its shortest decimal representation. Raises :class:`QuantityError`.
     """
+    # A fleet spells the same few amounts hundreds of thousands of times: remember
+    # them (Decimals are immutable, so sharing one is safe, and it saves memory).
+    # Only exact str and int keys: True == 1 must not find 1's entry.
+    kind = type(value)
+    if kind is str or kind is int:
+        cached = _CACHE.get(value)
+        if cached is not None:
+            return cached
+    result = _parse_quantity(value)
+    if (kind is str or kind is int) and len(_CACHE) < _CACHE_SIZE:
+        _CACHE[value] = result
+    return result
+
+
+_CACHE: dict[str | int, Decimal] = {}
+_CACHE_SIZE = 100_000
+
+
+def _parse_quantity(value: Any) -> Decimal:
     result = _exact(value, units=True)
     if result.is_zero():
         return result

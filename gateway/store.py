@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from typing import Any
 
+from gateway.bulk import collector_paused
 from gateway.domain import ConsumerBooking, Hypervisor
 from gateway.parse import ParseError, parse_hypervisor
 
-__all__ = ["Change", "ChangeType", "Snapshot", "Store"]
+__all__ = ["Change", "ChangeType", "Prepared", "Snapshot", "Store"]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +101,23 @@ def _group(
 Listener = Callable[[Snapshot, list[Change]], None]
 
 
+@dataclasses.dataclass(slots=True)
+class Prepared:
+    """A parsed set of objects, ready to :meth:`Store.commit`."""
+
+    hypervisors: dict[str, Hypervisor]
+    rejected: dict[str, str]
+    fingerprints: dict[str, str]
+
+
+def _fingerprint(obj: Any) -> str:
+    try:
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        text = repr(obj)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
 class Store:
     """Holds the current :class:`Snapshot` and tells listeners about every change.
 
@@ -113,6 +133,8 @@ class Store:
         self.resource_version: str | None = None
         #: Objects the domain could not represent: name (or position) -> reason.
         self.rejected: dict[str, str] = {}
+        # Content fingerprints of the objects that have no resourceVersion.
+        self._fingerprints: dict[str, str] = {}
 
     @property
     def snapshot(self) -> Snapshot:
@@ -131,16 +153,32 @@ class Store:
         """Swap in a complete new set of objects (a relist or a reload).
 
         Objects missing from the new set are deleted; objects whose resourceVersion
-        did not change keep their parsed record.
+        (or, without one, whose content) did not change keep their parsed record
+        and cause no change event.
+        """
+        self.commit(self.prepare(objects), resource_version)
+
+    def prepare(self, objects: Iterable[Any]) -> Prepared:
+        """Parse a complete set of objects without touching the store.
+
+        Safe to run in a worker thread, so that a large relist does not stall the
+        event loop; :meth:`commit` then applies the result on the loop.
         """
         old = self._snapshot.by_name
-        new: dict[str, Hypervisor] = {}
-        rejected: dict[str, str] = {}
-        for position, obj in enumerate(objects):
-            hypervisor = self._parse(obj, old, rejected, f"#{position}")
-            if hypervisor is not None:
-                new[hypervisor.name] = hypervisor
-        self.rejected = rejected
+        prepared = Prepared({}, {}, {})
+        with collector_paused():
+            for position, obj in enumerate(objects):
+                hypervisor = self._parse(obj, old, prepared, f"#{position}")
+                if hypervisor is not None:
+                    prepared.hypervisors[hypervisor.name] = hypervisor
+        return prepared
+
+    def commit(self, prepared: Prepared, resource_version: str | None = None) -> None:
+        """Make a prepared set the store's content, with the change events it implies."""
+        old = self._snapshot.by_name
+        new = prepared.hypervisors
+        self.rejected = prepared.rejected
+        self._fingerprints = prepared.fingerprints
         changes = [Change(ChangeType.DELETED, h, h) for name, h in old.items() if name not in new]
         for name, hypervisor in new.items():
             previous = old.get(name)
@@ -153,7 +191,8 @@ class Store:
     def upsert(self, obj: Any, resource_version: str | None = None) -> None:
         """Add or update one object (a watch event)."""
         old = self._snapshot.by_name
-        hypervisor = self._parse(obj, old, self.rejected, "?")
+        prepared = Prepared({}, self.rejected, self._fingerprints)
+        hypervisor = self._parse(obj, old, prepared, "?")
         if hypervisor is None:
             self._commit(old, [], resource_version)
             return
@@ -182,19 +221,26 @@ class Store:
         self._commit(self._snapshot.by_name, [], resource_version)
 
     def _parse(
-        self, obj: Any, old: Mapping[str, Hypervisor], rejected: dict[str, str], where: str
+        self, obj: Any, old: Mapping[str, Hypervisor], prepared: Prepared, where: str
     ) -> Hypervisor | None:
         meta = obj.get("metadata") if isinstance(obj, Mapping) else None
         name = meta.get("name") if isinstance(meta, Mapping) else None
         version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
         previous = old.get(name) if isinstance(name, str) else None
-        if previous is not None and version is not None and previous.resource_version == version:
+        if version is None and isinstance(name, str):
+            # Objects from files carry no resourceVersion: their content stands in.
+            fingerprint = _fingerprint(obj)
+            if previous is not None and self._fingerprints.get(name) == fingerprint:
+                prepared.fingerprints[name] = fingerprint
+                return previous
+            prepared.fingerprints[name] = fingerprint
+        elif previous is not None and previous.resource_version == version:
             return previous
         try:
             return parse_hypervisor(obj)
         except ParseError as error:
             key = name if isinstance(name, str) and name else where
-            rejected[key] = str(error)
+            prepared.rejected[key] = str(error)
             log.warning("skipping Hypervisor object %s: %s", key, error)
             return None
 

@@ -133,7 +133,8 @@ async def test_one_line_per_request_without_secrets(caplog: pytest.LogCaptureFix
             headers={"authorization": f"Bearer {SECRET}"},
         )
         await client.get("/healthz")
-    post_line, get_line, probe = (r for r in caplog.records if r.name == "gateway.access")
+        await client.get("/static/dashboard.css")
+    post_line, get_line, probe, asset = (r for r in caplog.records if r.name == "gateway.access")
     assert post_line.levelno == logging.INFO
     assert (post_line.method, post_line.path, post_line.status) == ("POST", "/graphql", 200)
     assert (post_line.operation, post_line.outcome) == ("Find", "ok")
@@ -141,8 +142,8 @@ async def test_one_line_per_request_without_secrets(caplog: pytest.LogCaptureFix
     assert post_line.duration_ms > 0
     assert (get_line.path, get_line.operation) == ("/graphql", "Q")
     assert get_line.request_id == get.headers["x-request-id"]
-    assert probe.levelno == logging.DEBUG
-    assert probe.path == "/healthz"
+    assert (probe.levelno, probe.path) == (logging.DEBUG, "/healthz")
+    assert (asset.levelno, asset.status) == (logging.DEBUG, 200)
     assert not hasattr(probe, "operation")
     for entry in (post_line, get_line, probe):
         assert SECRET not in JsonFormatter().format(entry)

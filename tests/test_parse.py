@@ -559,7 +559,9 @@ def test_any_field_replaced_by_any_json_never_crashes(replacements: list[Any]) -
             except (KeyError, IndexError, TypeError):
                 break
         else:
-            if isinstance(parent, dict) or (isinstance(parent, list) and path[-1] < len(parent)):
+            if isinstance(parent, dict) or (
+                isinstance(parent, list) and isinstance(path[-1], int) and path[-1] < len(parent)
+            ):
                 parent[path[-1]] = value
     h = parse_hypervisor(obj)
     assert h.name == "node-7"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any
 
@@ -163,13 +164,19 @@ def test_replace_with_nothing_deletes_everything(store: Store, recorder: Recorde
     assert sorted(recorder.kinds()[1]) == [(ChangeType.DELETED, "a"), (ChangeType.DELETED, "b")]
 
 
-def test_objects_without_version_are_parsed_every_time(store: Store) -> None:
+def test_objects_without_version_are_compared_by_content(store: Store) -> None:
+    """Files carry no resourceVersion: an unchanged object must not read as MODIFIED."""
     obj = host("a", "1")
     del obj["metadata"]["resourceVersion"]
-    store.upsert(obj)
-    first = store.snapshot.by_name["a"]
+    store.replace([obj])
+    first, generation = store.snapshot.by_name["a"], store.snapshot.generation
+    store.replace([copy.deepcopy(obj)])
+    assert store.snapshot.by_name["a"] is first
+    assert store.snapshot.generation == generation
+    obj["metadata"]["labels"] = {"topology.kubernetes.io/zone": "z9"}
     store.upsert(obj)
     assert store.snapshot.by_name["a"] is not first
+    assert store.snapshot.by_name["a"].zone == "z9"
 
 
 def test_a_snapshot_never_changes(store: Store) -> None:

@@ -1,0 +1,365 @@
+"""The dashboard and GraphiQL in headless Chromium, against the real gateway serving YAML files.
+
+The gateway runs as ``python -m gateway serve --from DIR``; rewriting a file there
+changes the fleet, which the page must show without a reload. Screenshots go to
+artifacts/ (git-ignored) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests import fleet
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# The page polls every 5 s without a WebSocket, and the file source looks every second.
+CHANGE_TIMEOUT_MS = 20_000
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists() and not os.environ.get("CI"),
+    reason="needs Debian's chromium (scripts/test installs it)",
+)
+
+
+ZONES = """{ fleetCapacity(groupBy: ZONE) { key hypervisorCount resources {
+  name physical reserved capacity booked free allocated overcommittedHosts unknownCapacityHosts } } }"""
+FIGURES = ["booked", "free", "reserved", "capacity", "physical", "allocated"]
+
+
+class Gateway:
+    """``python -m gateway serve --from DIR`` on a free loopback port."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "gateway", "serve", "--from", str(directory)]
+        command += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+        self.process = subprocess.Popen(command, cwd=ROOT)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, "the gateway exited"
+            try:
+                if httpx.get(f"{self.url}/readyz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("the gateway did not become ready in 30 s")
+
+    def query(self, document: str, **variables: Any) -> dict[str, Any]:
+        response = httpx.post(
+            f"{self.url}/graphql", json={"query": document, "variables": variables}
+        )
+        body = response.json()
+        assert response.status_code == 200 and "errors" not in body, body
+        data: dict[str, Any] = body["data"]
+        return data
+
+    def write(self, obj: dict[str, Any]) -> None:
+        path = self.directory / f"{obj['metadata']['name']}.yaml"
+        tmp = path.with_suffix(".tmp")  # not a .yaml: the source never sees half a file
+        tmp.write_text(yaml.safe_dump(obj))
+        tmp.replace(path)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator[Gateway]:
+    directory = tmp_path / "fleet"
+    directory.mkdir()
+    for obj in fleet.objects():
+        (directory / f"{obj['metadata']['name']}.yaml").write_text(yaml.safe_dump(obj))
+    server = Gateway(directory)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with playwright.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            tmp_path_factory.mktemp("chromium-profile"),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1400, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    page.close()
+    assert not errors, errors
+
+
+def open_dashboard(page: Any, gateway: Gateway) -> None:
+    page.goto(gateway.url + "/")
+    page.wait_for_selector("#zones .zone")
+    page.wait_for_selector("#hypervisors tbody tr")
+
+
+def screenshot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def amount(resource: str, value: str) -> str:
+    """What the page must show for an amount, worked out apart from its JavaScript."""
+    if resource == "memory":
+        number = Decimal(value)
+        for unit, exponent, places in (("TiB", 40, 2), ("GiB", 30, 1), ("MiB", 20, 0)):
+            if abs(number) >= 2**exponent:
+                scaled = (number / 2**exponent).quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP)
+                return f"{scaled:,} {unit}"
+        return f"{int(number)} B"
+    return f"{Decimal(value):,}"
+
+
+def test_formatting_reference() -> None:
+    """The reference above, on figures worked out by hand."""
+    assert amount("memory", str(2**40)) == "1.00 TiB"
+    assert amount("memory", "1090921693184") == "1,016.0 GiB"  # 1 TiB - 8 GiB
+    assert amount("memory", "-4294967296") == "-4.0 GiB"
+    assert amount("memory", str(5 * 2**40 + 2**39)) == "5.50 TiB"
+    assert amount("cpu", "1008") == "1,008"
+
+
+def test_zones_show_the_figures_the_api_gives(page: Any, gateway: Gateway) -> None:
+    open_dashboard(page, gateway)
+    groups = gateway.query(ZONES)["fleetCapacity"]
+    assert page.locator("#zones .zone").count() == len(groups) == 2
+    for group in groups:
+        zone = page.locator(f'.zone[data-zone="{group["key"]}"]')
+        assert f"{group['hypervisorCount']} hypervisors" in zone.locator("h3").inner_text()
+        for resource in group["resources"]:
+            if resource["name"] not in ("cpu", "memory"):
+                continue
+            block = zone.locator(f'[data-resource="{resource["name"]}"]')
+            for field in FIGURES:
+                cell = block.locator(f'dd[data-field="{field}"]')
+                assert cell.get_attribute("data-value") == resource[field]
+                assert cell.inner_text() == amount(resource["name"], resource[field])
+            badge = block.locator('[data-field="overcommittedHosts"]')
+            if resource["overcommittedHosts"]:
+                assert badge.inner_text() == f"{resource['overcommittedHosts']} over-subscribed"
+            else:
+                assert badge.count() == 0
+
+    # Figures from the fleet's comments: node-a and node-c (no status) in qa-de-1a.
+    memory = page.locator('.zone[data-zone="qa-de-1a"] [data-resource="memory"]')
+    assert memory.locator('dd[data-field="capacity"]').inner_text() == "1,016.0 GiB"
+    assert memory.locator('dd[data-field="physical"]').inner_text() == "1.00 TiB"
+    assert "1 unknown capacity" in memory.inner_text()
+
+
+def rows(page: Any) -> list[str]:
+    names: list[str] = page.locator("#hypervisors tbody tr").evaluate_all(
+        "rows => rows.map(row => row.dataset.name)"
+    )
+    return names
+
+
+def test_table_highlights_sorts_and_filters(page: Any, gateway: Gateway) -> None:
+    open_dashboard(page, gateway)
+    data = gateway.query("{ hypervisors { nodes { name overcommitted } } }")
+    assert rows(page) == [n["name"] for n in data["hypervisors"]["nodes"]]
+    oversubscribed = [n["name"] for n in data["hypervisors"]["nodes"] if n["overcommitted"]]
+    assert oversubscribed == ["node-b"]
+    highlighted = page.locator("#hypervisors tr.oversubscribed")
+    assert highlighted.evaluate_all("rows => rows.map(row => row.dataset.name)") == oversubscribed
+    assert highlighted.locator('[data-field="cpu.free"]').inner_text() == "-4"
+
+    node_c = page.locator('#hypervisors tr[data-name="node-c"]')
+    for field in ("cpu.free", "cpu.capacity", "cpu.utilization", "memory.free"):
+        assert node_c.locator(f'[data-field="{field}"]').inner_text() == "unknown"
+    assert node_c.locator('[data-field="cpu.booked"]').inner_text() == "2"
+
+    order = 'query($d: OrderDirection!) { hypervisors(orderBy: {field: FREE, resource: "cpu", direction: $d}) { nodes { name } } }'
+    header = page.locator('#hypervisors th[data-sort="cpu.free"]')
+    for direction in ("ASC", "DESC"):
+        header.click()
+        expected = [n["name"] for n in gateway.query(order, d=direction)["hypervisors"]["nodes"]]
+        assert rows(page) == expected, direction
+
+    page.fill("#filter", "qa-de-1b")
+    assert sorted(rows(page)) == ["node-b", "node-d"]
+    page.fill("#filter", "")
+    page.check("#oversubscribed-only")
+    assert rows(page) == ["node-b"]
+    assert page.inner_text("#count") == "1 of 4 hypervisors"
+
+
+def test_consumer_search(page: Any, gateway: Gateway) -> None:
+    open_dashboard(page, gateway)
+    page.fill("#consumer-uuid", fleet.C3.upper())
+    page.click("#consumer-form button")
+    result = page.wait_for_selector(f'.consumer[data-uuid="{fleet.C3}"]')
+    data = gateway.query(
+        "query($u: String!) { consumer(uuid: $u) { bookings { hypervisor { name } } } }", u=fleet.C3
+    )
+    hosts = [b["hypervisor"]["name"] for b in data["consumer"]["bookings"]]
+    assert hosts == ["node-a", "node-b"]
+    shown = page.locator(".consumer tbody tr").evaluate_all(
+        "rows => rows.map(r => r.dataset.hypervisor)"
+    )
+    assert shown == hosts
+    assert "migrating" in result.inner_text()
+    assert "cpu 4, memory 8.0 GiB" in page.inner_text('.consumer tr[data-hypervisor="node-a"]')
+
+    page.fill("#consumer-uuid", "00000000-0000-0000-0000-000000000000")
+    page.click("#consumer-form button")
+    page.wait_for_selector("#consumer >> text=is booked anywhere")
+
+
+def wait_for_value(page: Any, selector: str, value: str) -> None:
+    page.wait_for_function(
+        "([selector, value]) => document.querySelector(selector)?.dataset.value === value",
+        arg=[selector, value],
+        timeout=CHANGE_TIMEOUT_MS,
+    )
+
+
+def poll(read: Callable[[], Any], until: Callable[[Any], bool], timeout: float = 10) -> Any:
+    deadline = time.monotonic() + timeout
+    while not until(value := read()):
+        assert time.monotonic() < deadline, f"still {value!r}"
+        time.sleep(0.2)
+    return value
+
+
+@pytest.mark.parametrize("websocket", ["open", "refused"])
+def test_page_follows_changes_to_the_fleet(page: Any, gateway: Gateway, websocket: str) -> None:
+    """Through the subscriptions, or by polling when no WebSocket gets through."""
+    if websocket == "refused":
+        page.route_web_socket("**/graphql", lambda ws: ws.close(code=1011))
+    open_dashboard(page, gateway)
+    state = "live" if websocket == "open" else "polling"
+    page.wait_for_selector(f'#connection[data-state="{state}"]', timeout=CHANGE_TIMEOUT_MS)
+    zone_cpu = '.zone[data-zone="qa-de-1a"] [data-resource="cpu"] dd[data-field="{}"]'
+    row_cpu = '#hypervisors tr[data-name="node-a"] [data-field="cpu.{}"]'
+    # node-a 28 + node-c 2 (capacity unknown, bookings still count)
+    assert page.get_attribute(zone_cpu.format("booked"), "data-value") == "30"
+
+    # Consumer C1 on node-a grows from 16 to 40 cores: booked 28 -> 52, free 476 -> 452.
+    node_a = fleet.objects()[0]
+    node_a["spec"]["bookings"][1]["consumer"]["resources"]["cpu"] = 40
+    node_a["metadata"]["resourceVersion"] = "2"
+    gateway.write(node_a)
+    booked = 'query { hypervisor(name: "node-a") { resource(name: "cpu") { booked free } } }'
+    figures = poll(
+        lambda: gateway.query(booked)["hypervisor"]["resource"], lambda r: r["booked"] != "28"
+    )
+    assert figures == {"booked": "52", "free": "452"}
+
+    zone_a = next(g for g in gateway.query(ZONES)["fleetCapacity"] if g["key"] == "qa-de-1a")
+    cpu = next(r for r in zone_a["resources"] if r["name"] == "cpu")
+    assert cpu["booked"] == "54"
+    wait_for_value(page, zone_cpu.format("booked"), cpu["booked"])
+    assert page.get_attribute(zone_cpu.format("free"), "data-value") == cpu["free"]
+    wait_for_value(page, row_cpu.format("booked"), "52")
+    assert page.inner_text(row_cpu.format("free")) == "452"
+
+    # A host whose file goes away leaves the table and its zone.
+    (gateway.directory / "node-d.yaml").unlink()
+    page.wait_for_selector('#hypervisors tr[data-name="node-d"]', state="detached")
+    page.wait_for_function(
+        "() => document.querySelector('.zone[data-zone=\"qa-de-1b\"] h3').innerText"
+        " === 'qa-de-1b 1 hypervisor'",
+        timeout=CHANGE_TIMEOUT_MS,
+    )
+    assert page.get_attribute("#connection", "data-state") == state
+    screenshot(page, "dashboard.png" if websocket == "open" else "dashboard-polling.png")
+
+
+def set_editor(page: Any, selector: str, text: str) -> None:
+    page.evaluate(
+        "([selector, text]) => document.querySelector(selector).CodeMirror.setValue(text)",
+        [selector, text],
+    )
+
+
+QUERY_EDITOR = ".graphiql-query-editor .CodeMirror"
+HEADERS_EDITOR = ".graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror"
+
+
+def run_in_graphiql(page: Any, document: str, expect: str) -> str:
+    set_editor(page, QUERY_EDITOR, document)
+    page.click(".graphiql-execute-button")
+    page.wait_for_function(
+        "expect => document.querySelector('.result-window')?.innerText.includes(expect)",
+        arg=expect,
+    )
+    result: str = page.inner_text(".result-window")
+    return result
+
+
+def test_graphiql_runs_from_local_assets(page: Any, gateway: Gateway) -> None:
+    requests: list[Any] = []
+    frames: list[str] = []
+    page.on("request", lambda request: requests.append(request))
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: frames.append(frame)))
+    page.goto(gateway.url + "/graphql")
+    page.wait_for_selector(QUERY_EDITOR)
+
+    # A header typed in GraphiQL's header editor goes out with queries and subscriptions.
+    page.get_by_role("button", name="Headers").click()
+    set_editor(page, HEADERS_EDITOR, '{"x-dashboard-test": "1"}')
+    result = run_in_graphiql(page, "{ hypervisors { totalCount nodes { name } } }", "node-d")
+    assert '"totalCount": 4' in result
+    screenshot(page, "graphiql.png")
+
+    sent = [r for r in requests if r.method == "POST" and "totalCount" in (r.post_data or "")]
+    assert sent and sent[0].headers.get("x-dashboard-test") == "1"
+
+    # Subscriptions run over a WebSocket on the same URL (graphql-transport-ws).
+    run_in_graphiql(
+        page, "subscription { fleetCapacityChanged { hypervisorCount } }", '"hypervisorCount": 4'
+    )
+    init = json.loads(frames[0])
+    assert init == {"type": "connection_init", "payload": {"x-dashboard-test": "1"}}
+    assert json.loads(frames[1])["type"] == "subscribe"
+
+    outside = [r.url for r in requests if not r.url.startswith((gateway.url, "data:"))]
+    assert outside == []
+    assert any(r.url.endswith("/graphiql.min.js") for r in requests)
