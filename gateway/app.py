@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
+from gateway.auth import Authorizer
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.feed import Feed
@@ -42,6 +43,7 @@ def create_app(
     introspection: bool = True,
     cors_origins: Sequence[str] = (),
     max_connections: int = 500,
+    authorizer: Authorizer | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does."""
     store = store or Store()
@@ -84,6 +86,7 @@ def create_app(
         validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
         graphiql=graphiql and introspection,
         cache=cache,
+        authorizer=authorizer,
     )
     subscriptions = SubscriptionServer(
         store,
@@ -94,6 +97,7 @@ def create_app(
         allowed_origins=cors_origins,
         coalesce_interval=coalesce_interval,
         max_connections=max_connections,
+        authorizer=authorizer,
     )
     app = Starlette(
         routes=[
