@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
 from gateway.access import RequestObserver
+from gateway.auth import Authorizer
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.feed import Feed
@@ -44,6 +45,7 @@ def create_app(
     introspection: bool = True,
     cors_origins: Sequence[str] = (),
     max_connections: int = 500,
+    authorizer: Authorizer | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does."""
     store = store or Store()
@@ -86,6 +88,7 @@ def create_app(
         validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
         graphiql=graphiql and introspection,
         cache=cache,
+        authorizer=authorizer,
     )
     subscriptions = SubscriptionServer(
         store,
@@ -96,6 +99,7 @@ def create_app(
         allowed_origins=cors_origins,
         coalesce_interval=coalesce_interval,
         max_connections=max_connections,
+        authorizer=authorizer,
     )
     metrics = Metrics(StateCollector(store, source.status, feed, subscriptions, cache))
     app = Starlette(

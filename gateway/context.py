@@ -26,6 +26,7 @@ class Context:
         "_snapshot",
         "coalesce_interval",
         "connection",
+        "connection_params",
         "feed",
         "max_page_size",
         "status",
@@ -51,6 +52,8 @@ class Context:
         self._snapshot = store.snapshot if pinned else None
         #: The WebSocket of a subscription connection, to cut off a reader too slow to keep up.
         self.connection = connection
+        #: The payload of a WebSocket's connection_init (credentials live there).
+        self.connection_params: object = None
 
     @property
     def snapshot(self) -> Snapshot:

@@ -42,6 +42,7 @@ from graphql import (
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.limits import LimitError, Limits, check_document
@@ -58,10 +59,17 @@ JSON = "application/json"
 class HttpError(Exception):
     """A request refused before GraphQL is involved (method, media type, size)."""
 
-    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+        code: str | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.headers = dict(headers or {})
+        self.code = code
 
 
 class RequestError(Exception):
@@ -97,8 +105,10 @@ class GraphQLEndpoint:
         document_cache_size: int = 1024,
         graphiql: bool = True,
         cache: ResponseCache | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
         self.schema = schema
+        self.authorizer = authorizer or AllowAll()
         self.cache = cache
         self.context = context
         self.limits = limits
@@ -115,17 +125,29 @@ class GraphQLEndpoint:
             if self.graphiql and _wants_graphiql(request):
                 return HTMLResponse(graphiql_html())
             media_type = negotiate(request.headers.get("accept"))
+            await self._authorize(request)
             params = await self._params(request)
             response = await self._run(request, params, media_type, request_id)
         except HttpError as error:
             request.state.outcome = "rejected"
-            response = _error_response(error.status, str(error), JSON, error.headers)
+            response = _error_response(error, media_type)
         except RequestError as error:
             request.state.outcome = "rejected"
             status = error.status or (400 if media_type == GRAPHQL_RESPONSE else 200)
             response = _json({"errors": [e.formatted for e in error.errors]}, status, media_type)
         response.headers["x-request-id"] = request_id
         return response
+
+    async def _authorize(self, request: Request) -> None:
+        verdict = await self.authorizer.check(bearer_token(request.headers.get("authorization")))
+        if verdict.decision is Decision.INVALID:
+            challenge = {"www-authenticate": 'Bearer realm="hypervisor-gateway"'}
+            raise HttpError(401, f"unauthenticated: {verdict.reason}", challenge, "UNAUTHENTICATED")
+        if verdict.decision is Decision.DENIED:
+            raise HttpError(403, f"forbidden: {verdict.reason}", code="FORBIDDEN")
+        if verdict.decision is Decision.ERROR:
+            raise HttpError(503, verdict.reason, {"retry-after": "5"}, "UNAVAILABLE")
+        request.state.user = verdict.user
 
     async def _params(self, request: Request) -> Params:
         if request.method == "GET":
@@ -386,9 +408,11 @@ def normalized(document: DocumentNode) -> str:
     return print_ast(document)
 
 
-def _error_response(
-    status: int, message: str, media_type: str, headers: Mapping[str, str]
-) -> Response:
-    response = _json({"errors": [{"message": message}]}, status, media_type)
-    response.headers.update(headers)
+def _error_response(error: HttpError, media_type: str) -> Response:
+    """A refusal, shaped like a GraphQL response so every client can read it."""
+    body: dict[str, Any] = {"message": str(error)}
+    if error.code is not None:
+        body["extensions"] = {"code": error.code}
+    response = _json({"errors": [body]}, error.status, media_type)
+    response.headers.update(error.headers)
     return response

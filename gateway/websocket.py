@@ -8,17 +8,20 @@ connection.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
-from starlette.websockets import WebSocket
+from starlette.websockets import WebSocket, WebSocketState
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.extensions import DisableIntrospection, SchemaExtension
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
+from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.context import Context
 from gateway.feed import Feed
 from gateway.limits import LimitError, Limits, check_document
@@ -66,6 +69,8 @@ class SubscriptionServer(GraphQL[Context, None]):
         max_subscriptions_per_connection: int = 20,
         max_connections: int = 500,
         keep_alive_interval: float = 15.0,
+        authorizer: Authorizer | None = None,
+        recheck_interval: float = 60.0,
     ) -> None:
         extensions: list[Extension] = [lambda: DocumentLimits(limits)]
         if not introspection:
@@ -87,6 +92,9 @@ class SubscriptionServer(GraphQL[Context, None]):
         self.limits = limits
         self.max_connections = max_connections
         self.connections = 0
+        self.authorizer = authorizer or AllowAll()
+        self.recheck_interval = recheck_interval
+        self._rechecks: set[asyncio.Task[None]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket" and self.connections >= self.max_connections:
@@ -107,6 +115,32 @@ class SubscriptionServer(GraphQL[Context, None]):
             raise json.JSONDecodeError("a message must be a JSON object", str(data), 0)
         return message
 
+    async def on_ws_connect(self, context: Context) -> None:
+        """Authenticate in connection_init, then keep checking while the connection lives.
+
+        The token comes from the payload's ``Authorization`` (what browsers can send)
+        or the upgrade request's header (what command-line clients send).
+        """
+        token = _token(context)
+        verdict = await self.authorizer.check(token)
+        if not verdict.allowed:
+            raise ConnectionRejectionError()
+        if context.connection is not None and not isinstance(self.authorizer, AllowAll):
+            task = asyncio.create_task(self._recheck(context.connection, token))
+            self._rechecks.add(task)
+            task.add_done_callback(self._rechecks.discard)
+
+    async def _recheck(self, connection: WebSocket, token: str | None) -> None:
+        """End the connection of a user whose access was revoked (4403, like a refusal)."""
+        while connection.application_state is WebSocketState.CONNECTED:
+            await asyncio.sleep(self.recheck_interval)
+            if connection.application_state is not WebSocketState.CONNECTED:
+                return
+            verdict = await self.authorizer.check(token)
+            if verdict.decision in (Decision.DENIED, Decision.INVALID):
+                await connection.close(4403, "Forbidden: access revoked")
+                return
+
     async def get_context(self, request: Any, response: Any) -> Context:
         live = isinstance(request, WebSocket)
         return Context(
@@ -118,3 +152,14 @@ class SubscriptionServer(GraphQL[Context, None]):
             max_page_size=self.limits.max_page_size,
             connection=request if live else None,
         )
+
+
+def _token(context: Context) -> str | None:
+    params = context.connection_params
+    if isinstance(params, dict):
+        for key in ("Authorization", "authorization"):
+            if isinstance(params.get(key), str):
+                return bearer_token(params[key])
+    if context.connection is not None:
+        return bearer_token(context.connection.headers.get("authorization"))
+    return None
