@@ -46,8 +46,13 @@ def create_app(
     cors_origins: Sequence[str] = (),
     max_connections: int = 500,
     authorizer: Authorizer | None = None,
+    metrics: Metrics | None = None,
 ) -> Starlette:
-    """Build the app; the source runs for as long as the app does."""
+    """Build the app; the source runs for as long as the app does.
+
+    ``metrics`` is given when something built before the app reports to it (the
+    authorizer's decisions); otherwise the app has a registry of its own.
+    """
     store = store or Store()
     limits = limits or Limits()
     feed = Feed(store)
@@ -101,7 +106,8 @@ def create_app(
         max_connections=max_connections,
         authorizer=authorizer,
     )
-    metrics = Metrics(StateCollector(store, source.status, feed, subscriptions, cache))
+    metrics = metrics or Metrics()
+    metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
     app = Starlette(
         routes=[
             Route("/graphql", endpoint.handle, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),

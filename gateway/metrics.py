@@ -195,7 +195,7 @@ def _counter(name: str, help: str, value: float) -> CounterMetricFamily:
 class Metrics:
     """The registry of one app, its per-request metrics, and the ``/metrics`` endpoint."""
 
-    def __init__(self, state: Collector | None = None, operations: int = 50) -> None:
+    def __init__(self, operations: int = 50) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.operations = OperationNames(limit=operations)
         self.requests = Counter(
@@ -224,8 +224,10 @@ class Metrics:
         )
         for decision in AUTH_DECISIONS:
             self.auth.labels(decision)
-        if state is not None:
-            self.registry.register(state)
+
+    def register(self, collector: Collector) -> None:
+        """Add a collector read at every scrape (the app's :class:`StateCollector`)."""
+        self.registry.register(collector)
 
     def observe(self, operation: str | None, known: bool, outcome: str, seconds: float) -> None:
         """One GraphQL request answered (``known``: its operation was identified)."""
@@ -236,7 +238,10 @@ class Metrics:
         self.latency.labels(name, outcome).observe(seconds)
 
     def auth_decision(self, decision: str) -> None:
-        """Count one decision: allowed, denied, invalid (credentials) or error (reviewing)."""
+        """Count one decision: allowed, denied, invalid (credentials) or error (reviewing).
+
+        Meant as the authorizer's ``on_decision`` callback.
+        """
         if decision not in AUTH_DECISIONS:
             raise ValueError(f"decision {decision!r}: expected one of {AUTH_DECISIONS}")
         self.auth.labels(decision).inc()

@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 import websockets
+from kubernetes.aio import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 
 from gateway.app import create_app
+from gateway.auth import KubernetesAuthorizer
 from gateway.cache import BoundedMemoryCache, ResponseCache
 from gateway.metrics import Metrics, OperationNames
 from gateway.store import Store
@@ -176,13 +179,34 @@ async def test_source_figures_follow_the_sync_status(gw: Gateway) -> None:
     assert await gw.value("seconds_since_last_sync") == float("inf")
 
 
-async def test_auth_decisions_start_at_zero_and_count(gw: Gateway) -> None:
-    metrics: Metrics = gw.app.state.metrics
-    for decision in ("allowed", "denied", "invalid", "error"):
-        assert await gw.value("auth_decisions_total", decision=decision) == 0
-    metrics.auth_decision("denied")
-    metrics.auth_decision("denied")
-    assert await gw.value("auth_decisions_total", decision="denied") == 2
+async def test_auth_decisions_are_counted_through_the_app() -> None:
+    metrics = Metrics()
+    with socket.socket() as probe:  # a port nothing listens on: the reviews cannot be made
+        probe.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    async with k8s.ApiClient(k8s.Configuration(host=nowhere)) as api:
+        authorizer = KubernetesAuthorizer(api, on_decision=metrics.auth_decision)
+        async with gateway(fleet.objects(), authorizer=authorizer, metrics=metrics) as running:
+            for decision in ("allowed", "denied", "invalid", "error"):
+                assert await running.value("auth_decisions_total", decision=decision) == 0
+            anonymous = await running.post("query Count { hypervisors { totalCount } }")
+            assert anonymous.status_code == 401
+            unchecked = await running.client.post(
+                "/graphql",
+                json={"query": "query Count { hypervisors { totalCount } }"},
+                headers={"authorization": "Bearer some-token"},
+            )
+            assert unchecked.status_code == 503
+            assert await running.value("auth_decisions_total", decision="invalid") == 1
+            assert await running.value("auth_decisions_total", decision="error") == 1
+            assert await running.value("auth_decisions_total", decision="allowed") == 0
+            # Refused before the document was read: the operation is not known yet.
+            assert (
+                await running.value(
+                    "graphql_requests_total", operation="unknown", outcome="rejected"
+                )
+                == 2
+            )
     with pytest.raises(ValueError, match="maybe"):
         metrics.auth_decision("maybe")
 
