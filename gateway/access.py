@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -42,7 +43,7 @@ class RequestObserver:
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
-        response: dict[str, object] = {"status": 500, "request_id": None}
+        response: dict[str, Any] = {"status": 500, "request_id": None}
 
         async def observed_send(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -63,17 +64,27 @@ class RequestObserver:
             if outcome is not None:
                 known = "operation" in state
                 self.metrics.observe(state.get("operation"), known, outcome, seconds)
-            path = scope["path"]
-            fields = {
-                "method": scope["method"],
-                "path": path,
-                "status": response["status"],
-                "operation": state.get("operation"),
-                "outcome": outcome,
-                "duration_ms": round(seconds * 1000, 2),
-                "request_id": response["request_id"],
-            }
-            quiet = path in QUIET_PATHS or path.startswith(QUIET_PREFIX)
-            level = logging.DEBUG if quiet else logging.INFO
-            extra = {key: value for key, value in fields.items() if value is not None}
-            log.log(level, "%s %s %s", scope["method"], path, response["status"], extra=extra)
+            _log(scope, state, response, seconds)
+
+
+def _log(scope: Scope, state: dict[str, Any], response: dict[str, Any], seconds: float) -> None:
+    path = scope["path"]
+    fields = {
+        "method": scope["method"],
+        "path": path,
+        "status": response["status"],
+        "operation": state.get("operation"),
+        "outcome": state.get("outcome"),
+        "duration_ms": round(seconds * 1000, 2),
+        "request_id": response["request_id"],
+    }
+    quiet = path in QUIET_PATHS or path.startswith(QUIET_PREFIX)
+    extra = {key: value for key, value in fields.items() if value is not None}
+    log.log(
+        logging.DEBUG if quiet else logging.INFO,
+        "%s %s %s",
+        scope["method"],
+        path,
+        response["status"],
+        extra=extra,
+    )

@@ -28,11 +28,10 @@ GOING_AWAY = 1001
 
 
 class _Connection:
-    """One WebSocket, with what the app has sent on it so far."""
+    """One WebSocket, and whether it is being closed."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
-        self.accepted = False
         self.closing = False
         self.ended = asyncio.Event()
 
@@ -41,9 +40,7 @@ class _Connection:
             # Closed by the server: whatever the app still had to say goes nowhere,
             # rather than failing inside the app (the client is leaving anyway).
             return
-        if message["type"] == "websocket.accept":
-            self.accepted = True
-        elif message["type"] == "websocket.close":
+        if message["type"] == "websocket.close":
             self.closing = True
         await self._send(message)
 
