@@ -133,7 +133,7 @@ class HypervisorInformer:
 
     async def _pause(self, error: BaseException) -> None:
         delay = self._backoff.next_delay()
-        self.status.error = f"{type(error).__name__}: {error}".rstrip(": ")
+        self.status.error = _describe(error)
         log.warning("%s: %s; retrying in %.1fs", RESOURCE, self.status.error, delay)
         await asyncio.sleep(delay)
 
@@ -241,6 +241,12 @@ class HypervisorInformer:
         self.status.synced = store.ready
         self.status.error = None
         self.status.parse_failures = len(store.rejected)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, _ApiError):
+        return str(error)
+    return f"{type(error).__name__}: {error}".rstrip(": ")
 
 
 async def _lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:

@@ -135,6 +135,12 @@ class ControlPlane:
         path.write_text(yaml.safe_dump(config))
         return path
 
+    @property
+    def pids(self) -> dict[str, int]:
+        """Process ids of the running components, for tools that outlive this object."""
+        processes = {"etcd": self._etcd, "kube-apiserver": self._apiserver}
+        return {name: p.pid for name, p in processes.items() if p is not None}
+
     def client(self, user: str = "admin") -> httpx.Client:
         """A plain HTTP client authenticated as ``user``."""
         return httpx.Client(
