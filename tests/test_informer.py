@@ -8,16 +8,21 @@ that matters to a client of the gateway.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 import time
+from collections.abc import AsyncIterator
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
-from gateway.informer import Backoff
+from gateway.informer import Backoff, HypervisorInformer
+from gateway.store import Store
 from scripts.controlplane import ControlPlane
 from tests.conftest import StartInformer
+from tests.fakeapi import FakeHypervisorAPI, event, obj
 from tests.kubeapi import (
     HypervisorAPI,
     assert_converges,
@@ -27,11 +32,10 @@ from tests.kubeapi import (
 )
 from tests.tcpproxy import TcpProxy
 
-pytestmark = pytest.mark.cluster
-
 UUID = "7f1c2a9e-3b4d-4e5f-8a6b-0c1d2e3f4a5b"
 
 
+@pytest.mark.cluster
 async def test_create_update_delete_are_seen(
     any_cluster: ControlPlane, any_api: HypervisorAPI, start_informer: StartInformer
 ) -> None:
@@ -56,6 +60,7 @@ async def test_create_update_delete_are_seen(
     assert informer.status.last_event_at is not None
 
 
+@pytest.mark.cluster
 async def test_apiserver_killed_and_restarted_mid_watch(
     cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
 ) -> None:
@@ -87,6 +92,7 @@ async def test_apiserver_killed_and_restarted_mid_watch(
     assert informer.status.watch_restarts >= 1
 
 
+@pytest.mark.cluster
 async def test_relists_after_410_gone(
     any_cluster: ControlPlane,
     any_api: HypervisorAPI,
@@ -124,6 +130,7 @@ async def test_relists_after_410_gone(
     assert informer.status.relists == relists + 1
 
 
+@pytest.mark.cluster
 async def test_list_larger_than_a_page_is_loaded_completely(
     cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
 ) -> None:
@@ -144,6 +151,7 @@ async def test_list_larger_than_a_page_is_loaded_completely(
     await api.delete_all()
 
 
+@pytest.mark.cluster
 async def test_randomized_churn_with_disruptions_converges(
     cluster: ControlPlane, api: HypervisorAPI, proxy: TcpProxy, start_informer: StartInformer
 ) -> None:
@@ -209,6 +217,7 @@ async def test_randomized_churn_with_disruptions_converges(
     assert informer.status.watch_restarts > 0
 
 
+@pytest.mark.cluster
 async def test_dead_connection_does_not_hang_the_watch(
     cluster: ControlPlane, api: HypervisorAPI, proxy: TcpProxy, start_informer: StartInformer
 ) -> None:
@@ -223,6 +232,7 @@ async def test_dead_connection_does_not_hang_the_watch(
     )
 
 
+@pytest.mark.cluster
 async def test_malformed_objects_are_kept_with_warnings(
     any_cluster: ControlPlane, any_api: HypervisorAPI, start_informer: StartInformer
 ) -> None:
@@ -244,6 +254,7 @@ async def test_malformed_objects_are_kept_with_warnings(
     await assert_converges(store, any_api, within=5)
 
 
+@pytest.mark.cluster
 async def test_bad_token_is_reported_not_ready(
     cluster: ControlPlane, start_informer: StartInformer
 ) -> None:
@@ -255,6 +266,7 @@ async def test_bad_token_is_reported_not_ready(
     assert not informer.status.synced
 
 
+@pytest.mark.cluster
 async def test_forbidden_until_rbac_grants_read(
     cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
 ) -> None:
@@ -299,3 +311,79 @@ async def test_forbidden_until_rbac_grants_read(
 def _version(store, name: str) -> str | None:
     hypervisor = store.snapshot.by_name.get(name)
     return hypervisor.resource_version if hypervisor else None
+
+
+# Replies a real server gives only at its own discretion, from a scripted endpoint.
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeHypervisorAPI]:
+    server = FakeHypervisorAPI()
+    yield server
+    await server.close()
+
+
+async def _run(fake: FakeHypervisorAPI, **options: Any) -> tuple[HypervisorInformer, Store]:
+    informer = HypervisorInformer(
+        await fake.start(), backoff=Backoff(initial=0.01, cap=0.05), **options
+    )
+    store = Store()
+    fake.clients.append(asyncio.create_task(informer.run(store)))
+    return informer, store
+
+
+async def test_bookmarks_move_the_resume_position_and_in_band_410_relists(
+    fake: FakeHypervisorAPI,
+) -> None:
+    fake.page([obj("a", "5")], "10")
+    fake.watches.append([{"type": "BOOKMARK", "object": obj("", "15")}])
+    fake.watches.append([{"type": "ERROR", "object": {"kind": "Status", "code": 410}}])
+    fake.page([obj("b", "30")], "30")
+    fake.watches.append([event("ADDED", "c", "31"), None])
+    informer, store = await _run(fake, watch_timeout=(300, 600))
+
+    await eventually(lambda: set(store.snapshot.by_name) == {"b", "c"}, 5)
+    watches = [r for r in fake.requests if r.get("watch") == "true"]
+    assert [w["resourceVersion"] for w in watches] == ["10", "15", "30"]
+    assert all(w["allowWatchBookmarks"] == "true" for w in watches)
+    assert all(300 <= int(w["timeoutSeconds"]) <= 600 for w in watches)
+    assert store.resource_version == "31"
+    assert (informer.status.relists, informer.status.watch_restarts) == (1, 2)
+
+
+async def test_expired_continue_token_restarts_the_list(fake: FakeHypervisorAPI) -> None:
+    fake.page([obj("a", "5")], "10", token="page-2")
+    fake.fail_list(410, "Expired")
+    fake.page([obj("a", "5")], "12", token="page-2b")
+    fake.page([obj("b", "11")], "12")
+    fake.watches.append([None])
+    _, store = await _run(fake, page_size=1)
+
+    await eventually(lambda: store.ready, 5)
+    assert set(store.snapshot.by_name) == {"a", "b"}
+    lists = [r for r in fake.requests if r.get("watch") != "true"]
+    assert [r.get("continue") for r in lists] == [None, "page-2", None, "page-2b"]
+    assert all(r["limit"] == "1" for r in lists)
+    assert store.resource_version == "12"
+
+
+async def test_server_errors_are_retried_and_reported(fake: FakeHypervisorAPI) -> None:
+    fake.fail_list(429, "TooManyRequests")
+    fake.fail_list(500, "InternalError")
+    informer, store = await _run(fake)
+    await eventually(lambda: informer.status.error is not None, 5)
+    assert not store.ready
+    fake.page([obj("a", "5")], "10")
+    fake.watches.append([None])
+    await eventually(lambda: store.ready, 5)
+    assert informer.status.error is None
+
+
+def test_backoff_grows_to_its_cap_and_resets_after_a_healthy_period() -> None:
+    backoff = Backoff(initial=0.8, cap=30.0, reset_after=0.2)
+    delays = [backoff.next_delay() for _ in range(10)]
+    assert 0.6 <= delays[0] <= 0.8
+    assert all(b > a for a, b in itertools.pairwise(delays[:6]))
+    assert 22.5 <= delays[-1] <= 30.0
+    time.sleep(0.25)
+    assert backoff.next_delay() <= 0.8
