@@ -286,7 +286,7 @@ async def _read_json(response: aiohttp.ClientResponse) -> dict[str, Any]:
 
 def _raise_status(status: Any, http_status: int | None = None) -> None:
     """Raise the error a ``Status`` object (or a bare HTTP status) stands for."""
-    code = status.get("code") or http_status
+    code = http_status or status.get("code")
     message = f"HTTP {code} {status.get('reason') or ''}: {status.get('message') or ''}"
     if code == 410:
         raise _Expired(message)
