@@ -216,7 +216,9 @@ class ControlPlane:
             "genrsa -out sa.key 2048",
             "rsa -in sa.key -pubout -out sa.pub",
         ):
-            subprocess.run(["openssl", *command.split()], cwd=d, check=True, capture_output=True)
+            result = subprocess.run(["openssl", *command.split()], cwd=d, capture_output=True)
+            if result.returncode != 0:
+                raise ControlPlaneError(f"openssl {command}: {result.stderr.decode()[-2000:]}")
         lines = [
             f'{token},{user},{user},"{",".join(self._groups[user])}"'
             for user, token in self.tokens.items()
