@@ -82,7 +82,7 @@ class ControlPlane:
         self.crd = crd
         self.tokens = {"admin": secrets.token_hex(16)}
         self.tokens.update({user: secrets.token_hex(16) for user in users})
-        self._groups = {"admin": ("system:masters",), **users}
+        self._groups: dict[str, tuple[str, ...]] = {"admin": ("system:masters",), **users}
         self.etcd_port = _free_port()
         self.apiserver_port = _free_port()
         self._etcd: subprocess.Popen[bytes] | None = None
@@ -149,6 +149,20 @@ class ControlPlane:
             headers={"Authorization": f"Bearer {self.tokens[user]}"},
             timeout=30,
         )
+
+    def add_user(self, user: str, groups: tuple[str, ...] = ()) -> str:
+        """Add a token-file user and return its token.
+
+        kube-apiserver reads the token file only at start, so this restarts it
+        (a few seconds); prefer the ``users`` given to the constructor.
+        """
+        self.tokens[user] = secrets.token_hex(16)
+        self._groups[user] = groups
+        self._write_tokens()
+        if self._apiserver is not None:
+            self.stop_apiserver()
+            self.start_apiserver()
+        return self.tokens[user]
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -219,11 +233,14 @@ class ControlPlane:
             result = subprocess.run(["openssl", *command.split()], cwd=d, capture_output=True)
             if result.returncode != 0:
                 raise ControlPlaneError(f"openssl {command}: {result.stderr.decode()[-2000:]}")
+        self._write_tokens()
+
+    def _write_tokens(self) -> None:
         lines = [
             f'{token},{user},{user},"{",".join(self._groups[user])}"'
             for user, token in self.tokens.items()
         ]
-        (d / "tokens.csv").write_text("\n".join(lines) + "\n")
+        (self.dir / "tokens.csv").write_text("\n".join(lines) + "\n")
 
     def _start_etcd(self) -> None:
         assert self._binaries is not None
