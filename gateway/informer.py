@@ -252,8 +252,10 @@ def _describe(error: BaseException) -> str:
 async def _lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
     """Split the chunked watch stream into JSON lines, however large an object is.
 
-    ``StreamReader.readline`` caps lines at its buffer size; a Hypervisor with
-    hundreds of bookings can exceed it, so lines are joined here instead.
+    ``StreamReader.readline`` fails on a line longer than the reader's high-water
+    mark, a setting of the HTTP session (128 KiB by aiohttp's default), and a
+    Hypervisor with thousands of bookings reaches a megabyte; so lines are joined
+    here, whatever the session's settings.
     """
     pending = bytearray()
     async for chunk in stream.iter_any():

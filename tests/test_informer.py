@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import random
 import time
@@ -149,6 +150,21 @@ async def test_list_larger_than_a_page_is_loaded_completely(
     assert len(store.snapshot) == count
     await assert_converges(store, api, within=10)
     await api.delete_all()
+
+
+@pytest.mark.cluster
+async def test_objects_near_the_etcd_size_limit_stream_through_the_watch(
+    cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
+) -> None:
+    _, store = await start_informer(cluster)
+    await eventually(lambda: store.ready, 10)
+    bookings = [consumer(f"00000000-0000-4000-8000-{i:012d}", cpu=1) for i in range(11000)]
+    created = await api.create(hypervisor("node-big", cpu=8000, bookings=bookings))
+    assert len(json.dumps(created)) > 1_100_000  # close to etcd's 1.5 MiB per object
+    await eventually(
+        lambda: _version(store, "node-big") == created["metadata"]["resourceVersion"], 10
+    )
+    assert store.snapshot.by_name["node-big"].resources["cpu"].booked == 11000
 
 
 @pytest.mark.cluster
