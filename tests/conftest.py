@@ -23,13 +23,14 @@ from tests.tcpproxy import TcpProxy
 def _reference_crd() -> Path:
     """The operator's own CRD manifest, kept beside the repository, never inside it.
 
-    It is looked for in ``shared/reference/`` next to the checkout or next to any
-    directory above it (a worktree sits deeper than its main clone).
+    It is looked for in ``$HGW_REFERENCE_DIR``, else in ``shared/reference/`` next
+    to the checkout or next to any directory above it (a worktree sits deeper
+    than its main clone).
     """
-    if os.environ.get("HYPERVISOR_REFERENCE_CRD"):
-        return Path(os.environ["HYPERVISOR_REFERENCE_CRD"])
-    relative = Path("shared", "reference", "hypervisors.kvm.cloud.sap.bookings.yaml")
-    candidates = [parent / relative for parent in ROOT.parents]
+    name = "hypervisors.kvm.cloud.sap.bookings.yaml"
+    if os.environ.get("HGW_REFERENCE_DIR"):
+        return Path(os.environ["HGW_REFERENCE_DIR"], name)
+    candidates = [parent / "shared" / "reference" / name for parent in ROOT.parents]
     return next((path for path in candidates if path.exists()), candidates[0])
 
 
