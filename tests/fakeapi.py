@@ -1,0 +1,80 @@
+"""A scripted stand-in for the Hypervisor endpoint, for replies a real server gives only rarely.
+
+Bookmarks come at the server's discretion, an in-band ``ERROR`` 410 needs a
+watch that outlives etcd's history, and an expired continue token needs a
+compaction between two pages of one LIST. Here each reply is written down in
+the test. Only these cases use it; everything else runs on the real API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from typing import Any
+
+from aiohttp import web
+from kubernetes.aio.client import Configuration
+
+#: A watch script: events to stream, then ``None`` to keep the stream open.
+Watch = list[dict[str, Any] | None]
+
+
+class FakeHypervisorAPI:
+    def __init__(self) -> None:
+        self.lists: deque[tuple[int, dict[str, Any]]] = deque()
+        self.watches: deque[Watch] = deque()
+        #: Query parameters of every request, in order.
+        self.requests: list[dict[str, str]] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self.clients: list[asyncio.Task[None]] = []
+
+    def page(self, items: list[Any], version: str, token: str | None = None) -> None:
+        metadata = {"resourceVersion": version, **({"continue": token} if token else {})}
+        self.lists.append((200, {"items": items, "metadata": metadata}))
+
+    def fail_list(self, code: int, reason: str) -> None:
+        self.lists.append((code, {"kind": "Status", "code": code, "reason": reason}))
+
+    async def start(self) -> Configuration:
+        app = web.Application()
+        app.router.add_get("/apis/kvm.cloud.sap/v1/hypervisors", self._handle)
+        # Cancel a handler when its client goes: scripted watches otherwise hang on.
+        self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        configuration = Configuration()
+        configuration.host = f"http://127.0.0.1:{self.port}"
+        return configuration
+
+    async def close(self) -> None:
+        for task in self.clients:
+            task.cancel()
+        await asyncio.gather(*self.clients, return_exceptions=True)
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(dict(request.query))
+        if request.query.get("watch") != "true":
+            status, body = self.lists.popleft() if self.lists else (500, {"code": 500})
+            return web.json_response(body, status=status)
+        response = web.StreamResponse()
+        await response.prepare(request)
+        for event in self.watches.popleft() if self.watches else [None]:
+            if event is None:
+                await asyncio.sleep(3600)
+                break
+            await response.write(json.dumps(event).encode() + b"\n")
+        return response
+
+
+def obj(name: str, version: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "resourceVersion": version}}
+
+
+def event(kind: str, name: str, version: str) -> dict[str, Any]:
+    return {"type": kind, "object": obj(name, version)}

@@ -1,0 +1,405 @@
+"""The informer against a real kube-apiserver: every change arrives, every fault heals.
+
+Each test ends by comparing the cache with a fresh LIST (names, resourceVersions
+and derived capacity), which is the only definition of "never loses an update"
+that matters to a client of the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import random
+import time
+from collections.abc import AsyncIterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from gateway.informer import Backoff, HypervisorInformer
+from gateway.store import Store
+from scripts.controlplane import ControlPlane
+from tests.conftest import StartInformer
+from tests.fakeapi import FakeHypervisorAPI, event, obj
+from tests.kubeapi import (
+    HypervisorAPI,
+    assert_converges,
+    consumer,
+    eventually,
+    hypervisor,
+)
+from tests.tcpproxy import TcpProxy
+
+UUID = "7f1c2a9e-3b4d-4e5f-8a6b-0c1d2e3f4a5b"
+
+
+@pytest.mark.cluster
+async def test_create_update_delete_are_seen(
+    any_cluster: ControlPlane, any_api: HypervisorAPI, start_informer: StartInformer
+) -> None:
+    informer, store = await start_informer(any_cluster)
+    await eventually(lambda: store.ready and informer.status.synced, within=10)
+
+    created = await any_api.create(hypervisor("node-1", cpu=64, bookings=[consumer(UUID, cpu=8)]))
+    await eventually(lambda: _version(store, "node-1") == created["metadata"]["resourceVersion"], 5)
+    assert store.snapshot.by_name["node-1"].resources["cpu"].free == Decimal(64 * 2 - 8)
+
+    spec = await any_api.patch("node-1", {"spec": {"overcommit": {"cpu": 4.0}}})
+    await eventually(lambda: _version(store, "node-1") == spec["metadata"]["resourceVersion"], 5)
+    assert store.snapshot.by_name["node-1"].resources["cpu"].free == Decimal(64 * 4 - 8)
+
+    status = await any_api.patch_status("node-1", {"capacity": {"cpu": 32}})
+    await eventually(lambda: _version(store, "node-1") == status["metadata"]["resourceVersion"], 5)
+    assert store.snapshot.by_name["node-1"].resources["cpu"].free == Decimal(32 * 4 - 8)
+
+    await any_api.delete("node-1")
+    await eventually(lambda: "node-1" not in store.snapshot.by_name, 5)
+    assert informer.status.error is None
+    assert informer.status.last_event_at is not None
+
+
+@pytest.mark.cluster
+async def test_apiserver_killed_and_restarted_mid_watch(
+    cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
+) -> None:
+    for i in range(20):
+        await api.create(hypervisor(f"node-{i}"))
+    informer, store = await start_informer(cluster)
+    await eventually(lambda: store.ready, 10)
+
+    async def write_until(stop: asyncio.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            try:
+                await api.patch_status(f"node-{n % 20}", {"numInstances": n})
+            except Exception:  # the API server is down part of the time
+                await asyncio.sleep(0.1)
+
+    stop = asyncio.Event()
+    writer = asyncio.create_task(write_until(stop))
+    await asyncio.sleep(1)
+    await asyncio.to_thread(cluster.stop_apiserver, kill=True)
+    await asyncio.to_thread(cluster.start_apiserver)
+    await asyncio.sleep(1)
+    stop.set()
+    await writer
+    await api.delete("node-0")
+
+    await assert_converges(store, api, within=15)
+    assert informer.status.watch_restarts >= 1
+
+
+@pytest.mark.cluster
+async def test_relists_after_410_gone(
+    any_cluster: ControlPlane,
+    any_api: HypervisorAPI,
+    any_proxy: TcpProxy,
+    start_informer: StartInformer,
+) -> None:
+    for i in range(10):
+        await any_api.create(hypervisor(f"node-{i}"))
+    informer, store = await start_informer(any_cluster, via=any_proxy)
+    await eventually(lambda: store.ready and len(store.snapshot) == 10, 10)
+
+    # Cut the informer off, change the fleet, and erase the history it would
+    # resume from: etcd compacted, and a restarted API server whose watch cache
+    # starts after the changes.
+    any_proxy.block()
+    for i in range(5):
+        await any_api.delete(f"node-{i}")
+    await any_api.create(hypervisor("node-new"))
+    await any_api.patch_status("node-9", {"capacity": {"cpu": 8}})
+    await asyncio.to_thread(any_cluster.compact)
+    await asyncio.to_thread(any_cluster.stop_apiserver)
+    await asyncio.to_thread(any_cluster.start_apiserver)
+    relists = informer.status.relists
+    any_proxy.unblock()
+
+    await assert_converges(store, any_api, within=15)
+    assert sorted(store.snapshot.by_name) == [
+        "node-5",
+        "node-6",
+        "node-7",
+        "node-8",
+        "node-9",
+        "node-new",
+    ]
+    assert informer.status.relists == relists + 1
+
+
+@pytest.mark.cluster
+async def test_list_larger_than_a_page_is_loaded_completely(
+    cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
+) -> None:
+    count = 2100
+    semaphore = asyncio.Semaphore(24)
+
+    async def create(i: int) -> None:
+        async with semaphore:
+            body = hypervisor(f"node-{i:05d}")
+            body.pop("status")
+            await api.create(body)
+
+    await asyncio.gather(*(create(i) for i in range(count)))
+    _, store = await start_informer(cluster, page_size=500)
+    await eventually(lambda: store.ready, 30)
+    assert len(store.snapshot) == count
+    await assert_converges(store, api, within=10)
+    await api.delete_all()
+
+
+@pytest.mark.cluster
+async def test_objects_near_the_etcd_size_limit_stream_through_the_watch(
+    cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
+) -> None:
+    _, store = await start_informer(cluster)
+    await eventually(lambda: store.ready, 10)
+    bookings = [consumer(f"00000000-0000-4000-8000-{i:012d}", cpu=1) for i in range(11000)]
+    created = await api.create(hypervisor("node-big", cpu=8000, bookings=bookings))
+    assert len(json.dumps(created)) > 1_100_000  # close to etcd's 1.5 MiB per object
+    await eventually(
+        lambda: _version(store, "node-big") == created["metadata"]["resourceVersion"], 10
+    )
+    assert store.snapshot.by_name["node-big"].resources["cpu"].booked == 11000
+
+
+@pytest.mark.cluster
+async def test_randomized_churn_with_disruptions_converges(
+    cluster: ControlPlane, api: HypervisorAPI, proxy: TcpProxy, start_informer: StartInformer
+) -> None:
+    seed = int(os.environ.get("CHURN_SEED", time.time_ns() % 2**32))
+    print(f"churn seed {seed} (set CHURN_SEED to replay)")
+    rng = random.Random(seed)
+    # Short server-side watch timeouts: the normal end of a watch is part of the churn too.
+    informer, store = await start_informer(
+        cluster, via=proxy, watch_timeout=(2, 5), backoff=Backoff(initial=0.05, cap=0.5)
+    )
+    await eventually(lambda: store.ready, 10)
+    names = [f"churn-{i}" for i in range(40)]
+    stop = asyncio.Event()
+
+    async def writer(w: int) -> None:
+        local = random.Random(seed + w)
+        while not stop.is_set():
+            name = local.choice(names)
+            action = local.random()
+            try:
+                if action < 0.3:
+                    await api.create(hypervisor(name, cpu=local.randint(8, 128)))
+                elif action < 0.55:
+                    await api.patch(
+                        name, {"spec": {"overcommit": {"cpu": local.choice([1.0, 2.0, 4.0])}}}
+                    )
+                elif action < 0.85:
+                    await api.patch_status(name, {"capacity": {"cpu": local.randint(8, 128)}})
+                else:
+                    await api.delete(name)
+            except AssertionError:
+                pass  # conflicts: created twice, deleted before, and so on
+            except Exception:
+                await asyncio.sleep(0.05)  # API server restarting
+
+    async def disrupt() -> None:
+        restarted = False
+        while not stop.is_set():
+            await asyncio.sleep(rng.uniform(0.5, 2.0))
+            choice = rng.random()
+            if choice < 0.4:
+                proxy.drop()
+            elif choice < 0.7:
+                proxy.block()
+                await asyncio.sleep(rng.uniform(0.2, 1.5))
+                proxy.unblock()
+            elif choice < 0.85 or restarted:
+                await asyncio.to_thread(cluster.compact)
+                proxy.drop()
+            else:
+                restarted = True
+                await asyncio.to_thread(cluster.stop_apiserver, kill=rng.random() < 0.5)
+                await asyncio.to_thread(cluster.start_apiserver)
+
+    tasks = [asyncio.create_task(writer(w)) for w in range(6)]
+    tasks.append(asyncio.create_task(disrupt()))
+    await asyncio.sleep(15)
+    stop.set()
+    await asyncio.gather(*tasks)
+    proxy.unblock()
+
+    await assert_converges(store, api, within=20)
+    assert informer.status.watch_restarts > 0
+
+
+@pytest.mark.cluster
+async def test_dead_connection_does_not_hang_the_watch(
+    cluster: ControlPlane, api: HypervisorAPI, proxy: TcpProxy, start_informer: StartInformer
+) -> None:
+    _, store = await start_informer(cluster, via=proxy, watch_timeout=(3, 3), read_grace=1.0)
+    await eventually(lambda: store.ready, 10)
+    await asyncio.sleep(0.5)  # the watch is open
+    proxy.blackhole()
+    created = await api.create(hypervisor("node-after"))
+    # Only a client-side timeout gets the informer off the silent connection.
+    await eventually(
+        lambda: _version(store, "node-after") == created["metadata"]["resourceVersion"], 10
+    )
+
+
+@pytest.mark.cluster
+async def test_malformed_objects_are_kept_with_warnings(
+    any_cluster: ControlPlane, any_api: HypervisorAPI, start_informer: StartInformer
+) -> None:
+    informer, store = await start_informer(any_cluster)
+    await eventually(lambda: store.ready, 10)
+    bad = hypervisor("node-bad", bookings=[consumer(UUID, cpu="1e999"), consumer(UUID, cpu=2)])
+    bad["status"]["capacity"]["memory"] = "1e999"
+    await any_api.create(bad)
+    good = await any_api.create(hypervisor("node-good", cpu=10, bookings=[consumer(UUID, cpu=3)]))
+    await eventually(lambda: _version(store, "node-good") == good["metadata"]["resourceVersion"], 5)
+
+    warnings = " ".join(store.snapshot.by_name["node-bad"].warnings)
+    assert "1e999" in warnings
+    assert "more than once" in warnings
+    parsed = store.snapshot.by_name["node-good"]
+    assert parsed.warnings == ()
+    assert parsed.resources["cpu"].free == Decimal(10 * 2 - 3)
+    assert informer.status.parse_failures == 0
+    await assert_converges(store, any_api, within=5)
+
+
+@pytest.mark.cluster
+async def test_bad_token_is_reported_not_ready(
+    cluster: ControlPlane, start_informer: StartInformer
+) -> None:
+    informer, store = await start_informer(cluster, user="intruder", token="not-a-token")
+    await eventually(lambda: informer.status.error is not None, 5)
+    assert "401" in informer.status.error
+    assert "not authorized" in informer.status.error
+    assert not store.ready
+    assert not informer.status.synced
+
+
+@pytest.mark.cluster
+async def test_forbidden_until_rbac_grants_read(
+    cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
+) -> None:
+    await api.create(hypervisor("node-1"))
+    informer, store = await start_informer(cluster, user="stranger")
+    await eventually(lambda: informer.status.error is not None, 5)
+    assert "403" in informer.status.error
+    assert not store.ready
+
+    # Granting exactly get/list/watch fixes it, without restarting the informer.
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    role = {
+        "metadata": {"name": "hypervisor-reader-test"},
+        "rules": [
+            {
+                "apiGroups": ["kvm.cloud.sap"],
+                "resources": ["hypervisors"],
+                "verbs": ["get", "list", "watch"],
+            }
+        ],
+    }
+    binding = {
+        "metadata": {"name": "hypervisor-reader-test"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "hypervisor-reader-test",
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "stranger"}],
+    }
+    await api.http.post(f"{rbac}/clusterroles", json=role)
+    await api.http.post(f"{rbac}/clusterrolebindings", json=binding)
+    try:
+        await eventually(lambda: store.ready and informer.status.synced, 10)
+        assert informer.status.error is None
+        assert set(store.snapshot.by_name) == {"node-1"}
+    finally:
+        await api.http.delete(f"{rbac}/clusterrolebindings/hypervisor-reader-test")
+        await api.http.delete(f"{rbac}/clusterroles/hypervisor-reader-test")
+
+
+def _version(store, name: str) -> str | None:
+    hypervisor = store.snapshot.by_name.get(name)
+    return hypervisor.resource_version if hypervisor else None
+
+
+# Replies a real server gives only at its own discretion, from a scripted endpoint.
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeHypervisorAPI]:
+    server = FakeHypervisorAPI()
+    yield server
+    await server.close()
+
+
+async def _run(fake: FakeHypervisorAPI, **options: Any) -> tuple[HypervisorInformer, Store]:
+    informer = HypervisorInformer(
+        await fake.start(), backoff=Backoff(initial=0.01, cap=0.05), **options
+    )
+    store = Store()
+    fake.clients.append(asyncio.create_task(informer.run(store)))
+    return informer, store
+
+
+async def test_bookmarks_move_the_resume_position_and_in_band_410_relists(
+    fake: FakeHypervisorAPI,
+) -> None:
+    fake.page([obj("a", "5")], "10")
+    fake.watches.append([{"type": "BOOKMARK", "object": obj("", "15")}])
+    fake.watches.append([{"type": "ERROR", "object": {"kind": "Status", "code": 410}}])
+    fake.page([obj("b", "30")], "30")
+    fake.watches.append([event("ADDED", "c", "31"), None])
+    informer, store = await _run(fake, watch_timeout=(300, 600))
+
+    await eventually(lambda: set(store.snapshot.by_name) == {"b", "c"}, 5)
+    watches = [r for r in fake.requests if r.get("watch") == "true"]
+    assert [w["resourceVersion"] for w in watches] == ["10", "15", "30"]
+    assert all(w["allowWatchBookmarks"] == "true" for w in watches)
+    assert all(300 <= int(w["timeoutSeconds"]) <= 600 for w in watches)
+    assert store.resource_version == "31"
+    assert (informer.status.relists, informer.status.watch_restarts) == (1, 2)
+
+
+async def test_expired_continue_token_restarts_the_list(fake: FakeHypervisorAPI) -> None:
+    fake.page([obj("a", "5")], "10", token="page-2")
+    fake.fail_list(410, "Expired")
+    fake.page([obj("a", "5")], "12", token="page-2b")
+    fake.page([obj("b", "11")], "12")
+    fake.watches.append([None])
+    _, store = await _run(fake, page_size=1)
+
+    await eventually(lambda: store.ready, 5)
+    assert set(store.snapshot.by_name) == {"a", "b"}
+    lists = [r for r in fake.requests if r.get("watch") != "true"]
+    assert [r.get("continue") for r in lists] == [None, "page-2", None, "page-2b"]
+    assert all(r["limit"] == "1" for r in lists)
+    assert store.resource_version == "12"
+
+
+async def test_server_errors_are_retried_and_reported(fake: FakeHypervisorAPI) -> None:
+    fake.fail_list(429, "TooManyRequests")
+    fake.fail_list(500, "InternalError")
+    informer, store = await _run(fake)
+    await eventually(lambda: informer.status.error is not None, 5)
+    assert not store.ready
+    fake.page([obj("a", "5")], "10")
+    fake.watches.append([None])
+    await eventually(lambda: store.ready, 5)
+    assert informer.status.error is None
+
+
+def test_backoff_grows_to_its_cap_and_resets_after_a_healthy_period() -> None:
+    backoff = Backoff(initial=0.8, cap=30.0, reset_after=0.2)
+    delays = [backoff.next_delay() for _ in range(10)]
+    assert 0.6 <= delays[0] <= 0.8
+    assert all(b > a for a, b in itertools.pairwise(delays[:6]))
+    assert 22.5 <= delays[-1] <= 30.0
+    time.sleep(0.25)
+    assert backoff.next_delay() <= 0.8

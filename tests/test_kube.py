@@ -1,0 +1,75 @@
+"""Where the Kubernetes credentials come from, in controller-runtime's order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gateway.kube import KubeConfigError, load_client_config
+
+
+def _kubeconfig(path: Path, *servers: str) -> Path:
+    names = [f"ctx-{i}" for i in range(len(servers))]
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {"name": n, "cluster": {"server": s}}
+                    for n, s in zip(names, servers, strict=True)
+                ],
+                "users": [{"name": "u", "user": {"token": "secret-token"}}],
+                "contexts": [{"name": n, "context": {"cluster": n, "user": "u"}} for n in names],
+                "current-context": names[0],
+            }
+        )
+    )
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+async def test_explicit_path_and_context(tmp_path: Path) -> None:
+    path = _kubeconfig(tmp_path / "config", "https://one:6443", "https://two:6443")
+    assert (await load_client_config(str(path))).host == "https://one:6443"
+    configuration = await load_client_config(str(path), context="ctx-1")
+    assert configuration.host == "https://two:6443"
+    assert configuration.api_key["BearerToken"] == "Bearer secret-token"
+
+
+async def test_kubeconfig_variable_before_in_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(_kubeconfig(tmp_path / "config", "https://env:6443")))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    assert (await load_client_config()).host == "https://env:6443"
+
+
+async def test_nothing_configured_says_what_was_tried() -> None:
+    with pytest.raises(KubeConfigError, match="--kubeconfig, set KUBECONFIG, run in a pod"):
+        await load_client_config()
+
+
+async def test_in_cluster_without_a_service_account_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    with pytest.raises(KubeConfigError, match="in-cluster configuration unusable"):
+        await load_client_config()
+    with pytest.raises(KubeConfigError, match="--context 'x' given"):
+        await load_client_config(context="x")
+
+
+async def test_unknown_context_is_a_clear_error(tmp_path: Path) -> None:
+    path = _kubeconfig(tmp_path / "config", "https://one:6443")
+    with pytest.raises(KubeConfigError, match=f"cannot use kubeconfig {path}"):
+        await load_client_config(str(path), context="missing")
