@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway import __version__
+from gateway.auth import AllowAll, Authorizer, KubernetesAuthorizer
 from gateway.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.limits import Limits
 from gateway.logs import configure as configure_logging
+from gateway.metrics import Metrics
 from gateway.settings import Settings, add_arguments, from_arguments
 from gateway.source import Source
+
+if TYPE_CHECKING:
+    from kubernetes.aio.client import Configuration
 
 __all__ = ["main"]
 
@@ -39,14 +47,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "export-schema":
         return _export_schema(args.output)
     settings = from_arguments(args)
+    metrics = Metrics()
     try:
         configure_logging(settings.log_level, settings.log_format)
         source = build_source(settings)
         cache = build_cache(settings)
+        authorizer = build_authorizer(settings, metrics)
     except (StartupError, ValueError) as error:
         print(f"hypervisor-gateway: {error}", file=sys.stderr)
         return 2
-    _serve(settings, source, cache)
+    _serve(settings, source, cache, authorizer, metrics)
     return 0
 
 
@@ -63,10 +73,42 @@ def build_source(settings: Settings) -> Source:
         if not path.exists():
             raise StartupError(f"--from {path}: no such file or directory")
         return FileSource(path)
-    raise StartupError(
-        "no source: pass --demo for the embedded demo fleet, --from PATH for objects read "
-        "from files, or --kubeconfig FILE (or KUBECONFIG, or run in a pod) for a cluster"
-    )
+    from gateway.informer import HypervisorInformer
+
+    return HypervisorInformer(cluster_configuration(settings))
+
+
+def cluster_configuration(settings: Settings) -> Configuration:
+    """The cluster's client configuration, or a StartupError naming every option."""
+    from gateway.kube import KubeConfigError, load_client_config
+
+    try:
+        return asyncio.run(load_client_config(settings.kubeconfig, settings.context))
+    except KubeConfigError as error:
+        raise StartupError(
+            f"no cluster ({error}): pass --demo for the embedded demo fleet, --from PATH "
+            "for objects read from files, or --kubeconfig FILE (or KUBECONFIG, or run in a "
+            "pod) for a cluster"
+        ) from error
+
+
+def build_authorizer(settings: Settings, metrics: Metrics) -> Authorizer:
+    """Who may ask: the cluster's RBAC (kubernetes), or everyone (none)."""
+    if settings.auth_mode == "none":
+        if settings.host not in ("127.0.0.1", "localhost", "::1"):
+            log.warning(
+                "AUTHENTICATION IS OFF and the gateway listens on %s: anyone who can reach "
+                "it reads every hypervisor, project and user ID. Use --auth kubernetes, or "
+                "bind to 127.0.0.1.",
+                settings.host,
+            )
+        return AllowAll()
+    if settings.auth_mode != "kubernetes":
+        raise StartupError(f"--auth {settings.auth_mode!r}: expected kubernetes or none")
+    from kubernetes.aio.client import ApiClient
+
+    api = ApiClient(cluster_configuration(settings))
+    return KubernetesAuthorizer(api, on_decision=metrics.auth_decision)
 
 
 def build_cache(settings: Settings) -> ResponseCache | None:
@@ -82,7 +124,13 @@ def build_cache(settings: Settings) -> ResponseCache | None:
     raise StartupError(f"--cache {settings.cache!r}: expected memory, redis or off")
 
 
-def _serve(settings: Settings, source: Source, cache: ResponseCache | None) -> None:
+def _serve(
+    settings: Settings,
+    source: Source,
+    cache: ResponseCache | None,
+    authorizer: Authorizer,
+    metrics: Metrics,
+) -> None:
     from gateway.app import create_app
     from gateway.shutdown import serve
 
@@ -91,6 +139,16 @@ def _serve(settings: Settings, source: Source, cache: ResponseCache | None) -> N
         graphiql=settings.graphiql,
         cache=cache,
         coalesce_interval=settings.coalesce_interval,
+        limits=Limits(
+            max_depth=settings.max_depth,
+            max_page_size=settings.max_page_size,
+            max_seconds=settings.max_query_seconds,
+            max_concurrent=settings.max_concurrent_queries,
+        ),
+        introspection=settings.introspection,
+        cors_origins=[o.strip() for o in settings.cors_origins.split(",") if o.strip()],
+        authorizer=authorizer,
+        metrics=metrics,
     )
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port

@@ -517,7 +517,7 @@ class DemoSource:
 
     async def run(self, store: Store) -> None:
         objects = await asyncio.to_thread(generate, self.size, self.seed, self.bookings_per_host)
-        store.replace(objects)
+        await store.replace_async(objects)
         self.status.parse_failures = len(store.rejected)
         store.mark_ready()
         self.status.synced = True

@@ -166,7 +166,7 @@ class HypervisorInformer:
             if token is None:
                 break
         resource_version = str(metadata["resourceVersion"])
-        store.replace(items, resource_version)
+        await store.replace_async(items, resource_version)
         store.mark_ready()
         if self._lists:
             self.status.relists += 1
@@ -231,6 +231,7 @@ class HypervisorInformer:
         else:
             log.warning("%s: ignoring watch event of type %r", RESOURCE, kind)
             return
+        self.status.events[kind] += 1
         if resource_version:
             self._resource_version = str(resource_version)
         self.status.parse_failures = len(store.rejected)

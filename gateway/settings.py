@@ -32,12 +32,24 @@ class Settings:
     redis_url: str | None = None
     cache_ttl: int = 300
     coalesce_interval: float = 1.0
+    auth: str | None = None
+    cors_origins: str = ""
+    introspection: bool = True
+    max_depth: int = 15
+    max_page_size: int = 10_000
+    max_query_seconds: float = 10.0
+    max_concurrent_queries: int = 32
 
     @property
     def source(self) -> str:
         if self.demo:
             return "demo"
         return "file" if self.from_path else "kubernetes"
+
+    @property
+    def auth_mode(self) -> str:
+        """kubernetes or none; by default kubernetes exactly when serving a cluster."""
+        return self.auth or ("kubernetes" if self.source == "kubernetes" else "none")
 
 
 _OPTIONS: list[tuple[str, str, type, str]] = [
@@ -65,6 +77,23 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         float,
         "seconds between fleetCapacityChanged messages under churn (default 1)",
     ),
+    (
+        "auth",
+        "GATEWAY_AUTH",
+        str,
+        "kubernetes (bearer tokens checked by the cluster) or none; default: kubernetes "
+        "for a cluster source, none for --demo and --from",
+    ),
+    ("cors_origins", "GATEWAY_CORS_ORIGINS", str, "comma-separated origins allowed by CORS"),
+    ("max_depth", "GATEWAY_MAX_DEPTH", int, "deepest selection a query may have (default 15)"),
+    ("max_page_size", "GATEWAY_MAX_PAGE_SIZE", int, "largest page, first: (default 10000)"),
+    ("max_query_seconds", "GATEWAY_MAX_QUERY_SECONDS", float, "execution time limit (default 10)"),
+    (
+        "max_concurrent_queries",
+        "GATEWAY_MAX_CONCURRENT_QUERIES",
+        int,
+        "queries executing at once before 429 (default 32)",
+    ),
 ]
 
 
@@ -74,6 +103,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         flag = "--from" if name == "from_path" else "--" + name.replace("_", "-")
         parser.add_argument(flag, dest=name, type=kind, help=f"{help_text} [{env}]")
     parser.add_argument("--no-graphiql", dest="graphiql", action="store_false", default=None)
+    parser.add_argument(
+        "--no-introspection",
+        dest="introspection",
+        action="store_false",
+        default=None,
+        help="refuse introspection queries (and GraphiQL) [GATEWAY_INTROSPECTION=false]",
+    )
 
 
 def from_arguments(args: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -89,10 +125,14 @@ def from_arguments(args: argparse.Namespace, environ: Mapping[str, str] = os.env
             except ValueError as error:
                 raise SystemExit(f"hypervisor-gateway: {env}={environ[env]!r}: {error}") from error
     values["demo"] = bool(args.demo) or _truthy(environ.get("GATEWAY_DEMO"))
-    if args.graphiql is not None:
-        values["graphiql"] = args.graphiql
-    elif "GATEWAY_GRAPHIQL" in environ:
-        values["graphiql"] = _truthy(environ["GATEWAY_GRAPHIQL"])
+    for switch, env in (
+        ("graphiql", "GATEWAY_GRAPHIQL"),
+        ("introspection", "GATEWAY_INTROSPECTION"),
+    ):
+        if getattr(args, switch) is not None:
+            values[switch] = getattr(args, switch)
+        elif env in environ:
+            values[switch] = _truthy(environ[env])
     return Settings(**values)  # type: ignore[arg-type]
 
 

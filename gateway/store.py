@@ -11,6 +11,7 @@ needs them: under churn a snapshot nobody queries costs no indexing at all.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import hashlib
@@ -157,6 +158,12 @@ class Store:
         and cause no change event.
         """
         self.commit(self.prepare(objects), resource_version)
+
+    async def replace_async(
+        self, objects: Iterable[Any], resource_version: str | None = None
+    ) -> None:
+        """:meth:`replace`, parsing in a worker thread: the event loop keeps serving."""
+        self.commit(await asyncio.to_thread(self.prepare, objects), resource_version)
 
     def prepare(self, objects: Iterable[Any]) -> Prepared:
         """Parse a complete set of objects without touching the store.
