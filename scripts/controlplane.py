@@ -47,13 +47,23 @@ class ControlPlaneError(RuntimeError):
 
 def build_binaries() -> tuple[Path, Path]:
     """Return (kube-apiserver, etcd), building them first if they are not cached."""
+    apiserver, etcd, _ = _built()
+    return apiserver, etcd
+
+
+def kubectl() -> Path:
+    """The kubectl built with the API server (same version), building it if needed."""
+    return _built()[2]
+
+
+def _built() -> tuple[Path, Path, Path]:
     result = subprocess.run(
         [str(ROOT / "scripts" / "build-control-plane")], capture_output=True, text=True
     )
     if result.returncode != 0:
         raise ControlPlaneError(f"build-control-plane failed:\n{result.stderr[-4000:]}")
-    apiserver, etcd = result.stdout.split()
-    return Path(apiserver), Path(etcd)
+    apiserver, etcd, kubectl = result.stdout.split()
+    return Path(apiserver), Path(etcd), Path(kubectl)
 
 
 def _free_port() -> int:

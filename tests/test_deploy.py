@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import subprocess
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -25,6 +24,7 @@ from gateway import server
 from gateway.cli import build_cache
 from gateway.logs import FORMATS
 from gateway.settings import Settings, add_arguments, from_arguments
+from scripts import controlplane
 from tests import fleet
 from tests.support import serve
 
@@ -219,11 +219,10 @@ def test_rbac_grants_the_gateway_what_it_needs_and_no_more() -> None:
     ]
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl renders kustomizations")
 @pytest.mark.parametrize("directory", ["base", "monitoring"])
 def test_kustomize_renders(directory: str) -> None:
     rendered = subprocess.run(
-        ["kubectl", "kustomize", str(DEPLOY / directory)],
+        [str(controlplane.kubectl()), "kustomize", str(DEPLOY / directory)],
         capture_output=True,
         text=True,
         check=True,
