@@ -46,6 +46,7 @@ def create_app(
     cors_origins: Sequence[str] = (),
     max_connections: int = 500,
     authorizer: Authorizer | None = None,
+    auth_recheck_interval: float = 60.0,
     metrics: Metrics | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
@@ -105,6 +106,7 @@ def create_app(
         coalesce_interval=coalesce_interval,
         max_connections=max_connections,
         authorizer=authorizer,
+        recheck_interval=auth_recheck_interval,
     )
     metrics = metrics or Metrics()
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from gateway.app import create_app
-from gateway.source import SyncStatus
+from gateway.source import Source, SyncStatus
 from gateway.store import Store
 
 
@@ -57,21 +57,26 @@ async def query(client: httpx.AsyncClient, document: str, **variables: Any) -> d
 
 @contextlib.asynccontextmanager
 async def run_server(
-    objects: list[dict[str, Any]], **app_options: Any
+    objects: list[dict[str, Any]] | Source, **app_options: Any
 ) -> AsyncIterator[tuple[str, Store]]:
-    """The real app under uvicorn on a free loopback port; yields its base URL."""
+    """The real app under uvicorn on a free loopback port; yields its base URL.
+
+    Given objects, it serves them (and waits until they are loaded); given a
+    source (an informer), it serves whatever that source delivers.
+    """
     import uvicorn
 
     from gateway.server import config
 
     store = Store()
-    source = StaticSource(objects)
+    source = StaticSource(objects) if isinstance(objects, list) else objects
     app = create_app(source, store, **app_options)
     server = uvicorn.Server(config(app, host="127.0.0.1", port=0, log_level="warning"))
     task = asyncio.create_task(server.serve())
     while not server.started:  # noqa: ASYNC110 - uvicorn only exposes a flag
         await asyncio.sleep(0.01)
-    await source.loaded.wait()
+    if isinstance(source, StaticSource):
+        await source.loaded.wait()
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
         yield f"127.0.0.1:{port}", store

@@ -1,0 +1,323 @@
+"""Authentication and authorization against the real API server.
+
+The gateway runs with a service-account token bound to exactly the ClusterRole of
+deploy/base; three callers ask it: one the cluster lets list hypervisors, one it
+does not, and one without a token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+import yaml
+from kubernetes.aio.client import ApiClient
+
+from gateway.auth import KubernetesAuthorizer
+from gateway.informer import HypervisorInformer
+from gateway.kube import load_client_config
+from gateway.store import Store
+from scripts.controlplane import ControlPlane
+from tests.kubeapi import hypervisor
+from tests.support import run_server
+
+pytestmark = pytest.mark.cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMESPACE = "gateway-auth-test"
+
+
+def _ok(response: httpx.Response) -> Any:
+    assert response.status_code < 300 or response.status_code == 409, response.text
+    return response.json()
+
+
+def _role(kind_name: str) -> dict[str, Any]:
+    """A ClusterRole of deploy/base, by name."""
+    documents = [
+        d
+        for f in sorted((ROOT / "deploy/base").glob("*.yaml"))
+        for d in yaml.safe_load_all(f.read_text())
+    ]
+    for document in documents:
+        if (
+            document
+            and document["kind"] == "ClusterRole"
+            and document["metadata"]["name"] == kind_name
+        ):
+            return {
+                "apiVersion": document["apiVersion"],
+                "kind": "ClusterRole",
+                "metadata": {"name": f"test-{kind_name}"},
+                "rules": document["rules"],
+            }
+    raise AssertionError(f"deploy/base has no ClusterRole {kind_name}")
+
+
+def _bind(admin: httpx.Client, role: str, subject: dict[str, Any], name: str) -> None:
+    _ok(
+        admin.post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            json={
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role,
+                },
+                "subjects": [subject],
+            },
+        )
+    )
+
+
+class Setup:
+    def __init__(self, cluster: ControlPlane) -> None:
+        self.cluster = cluster
+        self.admin = cluster.client()
+
+    def service_account_token(self, name: str) -> str:
+        _ok(self.admin.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}}))
+        _ok(
+            self.admin.post(
+                f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts", json={"metadata": {"name": name}}
+            )
+        )
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600},
+        }
+        answer = _ok(
+            self.admin.post(
+                f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{name}/token", json=request
+            )
+        )
+        return str(answer["status"]["token"])
+
+
+@pytest.fixture(scope="module")
+def rbac(cluster: ControlPlane) -> Iterator[dict[str, str]]:
+    """The gateway's service account with deploy/base's role; reader bound to the reader role."""
+    setup = Setup(cluster)
+    for role in ("hypervisor-gateway", "hypervisor-reader"):
+        _ok(setup.admin.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", json=_role(role)))
+    token = setup.service_account_token("gateway")
+    _bind(
+        setup.admin,
+        "test-hypervisor-gateway",
+        {"kind": "ServiceAccount", "name": "gateway", "namespace": NAMESPACE},
+        "test-gateway",
+    )
+    bare = setup.service_account_token("gateway-without-reviews")
+    _ok(
+        setup.admin.post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            json={
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": "test-watch-only"},
+                "rules": [
+                    {
+                        "apiGroups": ["kvm.cloud.sap"],
+                        "resources": ["hypervisors"],
+                        "verbs": ["get", "list", "watch"],
+                    }
+                ],
+            },
+        )
+    )
+    _bind(
+        setup.admin,
+        "test-watch-only",
+        {"kind": "ServiceAccount", "name": "gateway-without-reviews", "namespace": NAMESPACE},
+        "test-watch-only",
+    )
+    _bind(
+        setup.admin,
+        "test-hypervisor-reader",
+        {"kind": "User", "name": "reader", "apiGroup": "rbac.authorization.k8s.io"},
+        "test-reader",
+    )
+    _ok(setup.admin.post("/apis/kvm.cloud.sap/v1/hypervisors", json=hypervisor("auth-node-1")))
+    yield {
+        "gateway": token,
+        "gateway-without-reviews": bare,
+        "reader": cluster.tokens["reader"],
+        "stranger": cluster.tokens["stranger"],
+    }
+    for kind, name in (
+        ("clusterrolebindings", "test-reader"),
+        ("clusterrolebindings", "test-gateway"),
+        ("clusterrolebindings", "test-watch-only"),
+    ):
+        setup.admin.delete(f"/apis/rbac.authorization.k8s.io/v1/{kind}/{name}")
+    setup.admin.delete("/apis/kvm.cloud.sap/v1/hypervisors/auth-node-1")
+    setup.admin.delete(f"/api/v1/namespaces/{NAMESPACE}")
+
+
+Decisions = Counter[str]
+
+
+@pytest.fixture
+async def gateway(
+    cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path
+) -> AsyncIterator[tuple[str, Decisions, Store]]:
+    """The gateway as deployed: informer and reviews with the service account's token."""
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", "gateway", token=rbac["gateway"])
+    configuration = await load_client_config(str(kubeconfig))
+    decisions: Decisions = Counter()
+    api = ApiClient(configuration)
+    authorizer = KubernetesAuthorizer(
+        api, allowed_ttl=1.0, denied_ttl=1.0, on_decision=lambda d: decisions.update([d])
+    )
+    async with run_server(HypervisorInformer(configuration), authorizer=authorizer) as (
+        address,
+        store,
+    ):
+        while not store.ready:  # noqa: ASYNC110 - the informer's first list
+            await asyncio.sleep(0.05)
+        yield address, decisions, store
+    await api.close()
+
+
+async def ask(
+    address: str, token: str | None, document: str = "{ hypervisors { nodes { name } } }"
+) -> httpx.Response:
+    headers = {"accept": "application/graphql-response+json"}
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    async with httpx.AsyncClient() as client:
+        return await client.post(
+            f"http://{address}/graphql", json={"query": document}, headers=headers
+        )
+
+
+async def test_allowed_denied_and_anonymous(
+    gateway: tuple[str, Decisions, Store], rbac: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    address, _, _ = gateway
+    with caplog.at_level(logging.DEBUG):
+        allowed = await ask(address, rbac["reader"])
+        denied = await ask(address, rbac["stranger"])
+        anonymous = await ask(address, None)
+        invalid = await ask(address, "not-a-token")
+    assert allowed.status_code == 200
+    assert {"name": "auth-node-1"} in allowed.json()["data"]["hypervisors"]["nodes"]
+    assert denied.status_code == 403
+    error = denied.json()["errors"][0]
+    assert error["extensions"]["code"] == "FORBIDDEN"
+    assert "stranger" in error["message"] and "list hypervisors.kvm.cloud.sap" in error["message"]
+    for response in (anonymous, invalid):
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"].startswith("Bearer")
+        assert response.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    for token in rbac.values():
+        assert token not in logged
+
+
+async def test_a_burst_costs_one_review(
+    gateway: tuple[str, Decisions, Store], rbac: dict[str, str]
+) -> None:
+    address, decisions, _ = gateway
+    await asyncio.sleep(1.1)  # let earlier decisions expire
+    before = sum(decisions.values())
+    responses = await asyncio.gather(*(ask(address, rbac["reader"]) for _ in range(20)))
+    assert all(r.status_code == 200 for r in responses)
+    assert sum(decisions.values()) - before == 1
+
+
+async def test_missing_review_permissions_are_a_clear_error(
+    cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path
+) -> None:
+    """A gateway deployed without the tokenreviews/subjectaccessreviews grant answers 503."""
+    kubeconfig = cluster.write_kubeconfig(
+        tmp_path / "kc", "bare", token=rbac["gateway-without-reviews"]
+    )
+    configuration = await load_client_config(str(kubeconfig))
+    api = ApiClient(configuration)
+    try:
+        async with run_server(
+            HypervisorInformer(configuration), authorizer=KubernetesAuthorizer(api)
+        ) as (address, store):
+            while not store.ready:  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+            response = await ask(address, rbac["reader"])
+    finally:
+        await api.close()
+    assert response.status_code == 503
+    assert response.json()["errors"][0]["message"] == "cannot check credentials right now"
+
+
+async def subscribe(address: str, token: str | None) -> websockets.ClientConnection:
+    ws = await websockets.connect(f"ws://{address}/graphql", subprotocols=["graphql-transport-ws"])
+    payload = {"Authorization": f"Bearer {token}"} if token else {}
+    await ws.send(json.dumps({"type": "connection_init", "payload": payload}))
+    return ws
+
+
+async def test_websocket_authenticates_in_connection_init(
+    gateway: tuple[str, Decisions, Store], rbac: dict[str, str]
+) -> None:
+    address, _, _ = gateway
+    for token in (rbac["stranger"], None):
+        ws = await subscribe(address, token)
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4403
+    ws = await subscribe(address, rbac["reader"])
+    assert json.loads(await ws.recv())["type"] == "connection_ack"
+    await ws.close()
+
+
+async def test_revoked_user_loses_their_subscription(
+    cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path
+) -> None:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", "gateway", token=rbac["gateway"])
+    configuration = await load_client_config(str(kubeconfig))
+    api = ApiClient(configuration)
+    admin = cluster.client()
+    _bind(
+        admin,
+        "test-hypervisor-reader",
+        {"kind": "User", "name": "stranger", "apiGroup": "rbac.authorization.k8s.io"},
+        "test-stranger",
+    )
+    try:
+        authorizer = KubernetesAuthorizer(api, allowed_ttl=0.5, denied_ttl=0.5)
+        async with run_server(
+            HypervisorInformer(configuration), authorizer=authorizer, auth_recheck_interval=0.5
+        ) as (address, _):
+            ws = await subscribe(address, rbac["stranger"])
+            assert json.loads(await ws.recv())["type"] == "connection_ack"
+            await ws.send(
+                json.dumps(
+                    {
+                        "id": "1",
+                        "type": "subscribe",
+                        "payload": {
+                            "query": "subscription { fleetCapacityChanged { hypervisorCount } }"
+                        },
+                    }
+                )
+            )
+            assert json.loads(await asyncio.wait_for(ws.recv(), 5))["type"] == "next"
+            admin.delete("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/test-stranger")
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                while True:
+                    await asyncio.wait_for(ws.recv(), 10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4403
+    finally:
+        admin.delete("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/test-stranger")
+        await api.close()
