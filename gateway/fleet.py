@@ -69,6 +69,8 @@ class FleetGroup:
 def fleet_capacity(hypervisors: Iterable[Hypervisor], grouping: Grouping) -> list[FleetGroup]:
     """Groups (ordered by key, hosts without the key last) with per-resource totals."""
     members: dict[str | None, list[Hypervisor]] = defaultdict(list)
+    if grouping is Grouping.NONE:
+        members[None] = []  # one total, even over no hosts at all
     for hypervisor in hypervisors:
         for key in _KEYS[grouping](hypervisor):
             members[key].append(hypervisor)

@@ -416,3 +416,10 @@ async def test_bad_arguments_get_clear_errors(
     assert response.status_code == 200
     errors = response.json()["errors"]
     assert message in errors[0]["message"], errors
+
+
+async def test_fleet_total_over_no_hosts_is_one_empty_group(client: httpx.AsyncClient) -> None:
+    data = await query(client, """{
+        none: fleetCapacity(filter: {zone: "nowhere"}) { key hypervisorCount resources { name } }
+        zones: fleetCapacity(filter: {zone: "nowhere"}, groupBy: ZONE) { key } }""")
+    assert data == {"none": [{"key": None, "hypervisorCount": 0, "resources": []}], "zones": []}

@@ -145,5 +145,5 @@ async def test_file_changes_reach_queries_and_subscriptions(file_gateway: tuple[
 
     (fleet / "live-1.yaml").unlink()
     assert (await changes.next())["hypervisorChanged"]["type"] == "DELETED"
-    assert (await totals.next())["fleetCapacityChanged"] == []  # no host left to total
+    assert (await totals.next())["fleetCapacityChanged"] == [{"resource": None}]  # no host left
     assert await _gone(address)
