@@ -83,13 +83,33 @@ def cluster_configuration(settings: Settings) -> Configuration:
     from gateway.kube import KubeConfigError, load_client_config
 
     try:
-        return asyncio.run(load_client_config(settings.kubeconfig, settings.context))
-    except KubeConfigError as error:
+        configuration = asyncio.run(load_client_config(settings.kubeconfig, settings.context))
+        asyncio.run(_reach(configuration))
+    except (KubeConfigError, OSError, TimeoutError) as error:
         raise StartupError(
             f"no cluster ({error}): pass --demo for the embedded demo fleet, --from PATH "
             "for objects read from files, or --kubeconfig FILE (or KUBECONFIG, or run in a "
             "pod) for a cluster"
         ) from error
+    return configuration
+
+
+async def _reach(configuration: Configuration) -> None:
+    """Fail fast when the API server cannot be reached at all at start-up.
+
+    Any HTTP answer will do (even 401: credentials are the informer's to report);
+    only a server that does not answer stops the start.
+    """
+    import aiohttp
+    from kubernetes.aio.client import ApiClient, ApiException, VersionApi
+
+    async with ApiClient(configuration) as api:
+        try:
+            await VersionApi(api).get_code(_request_timeout=10)
+        except ApiException:
+            return
+        except aiohttp.ClientError as error:
+            raise OSError(f"cannot reach {configuration.host}: {error}") from error
 
 
 def build_authorizer(settings: Settings, metrics: Metrics) -> Authorizer:

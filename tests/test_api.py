@@ -419,7 +419,10 @@ async def test_bad_arguments_get_clear_errors(
 
 
 async def test_fleet_total_over_no_hosts_is_one_empty_group(client: httpx.AsyncClient) -> None:
-    data = await query(client, """{
+    data = await query(
+        client,
+        """{
         none: fleetCapacity(filter: {zone: "nowhere"}) { key hypervisorCount resources { name } }
-        zones: fleetCapacity(filter: {zone: "nowhere"}, groupBy: ZONE) { key } }""")
+        zones: fleetCapacity(filter: {zone: "nowhere"}, groupBy: ZONE) { key } }""",
+    )
     assert data == {"none": [{"key": None, "hypervisorCount": 0, "resources": []}], "zones": []}

@@ -1,0 +1,69 @@
+"""The command line: clear refusals instead of a gateway that serves nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gateway.cli import main
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+
+
+def test_no_source_and_no_cluster_names_the_options(tmp_path: Path) -> None:
+    result = run("serve", env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2
+    for option in ("--demo", "--from PATH", "--kubeconfig"):
+        assert option in result.stderr
+
+
+def test_unreachable_cluster_is_refused_at_start(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+            }
+        )
+    )
+    result = run("serve", "--kubeconfig", str(kubeconfig))
+    assert result.returncode == 2
+    assert "cannot reach https://127.0.0.1:1" in result.stderr and "--demo" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["serve", "--from", "/nonexistent/fleet"], "no such file or directory"),
+        (["serve", "--demo", "--cache", "redis"], "--cache redis needs --redis-url"),
+        (["serve", "--demo", "--cache", "disk"], "expected memory, redis or off"),
+        (["serve", "--demo", "--auth", "ldap"], "expected kubernetes or none"),
+    ],
+)
+def test_bad_settings_are_refused(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_version_and_help() -> None:
+    assert run("--version").stdout.strip()
+    assert "export-schema" in run("--help").stdout
