@@ -207,3 +207,22 @@ async def test_every_response_has_a_request_id(client: httpx.AsyncClient) -> Non
     first = await post(client, {"query": "{ __typename }"})
     second = await post(client, "{ broken")
     assert first.headers["x-request-id"] != second.headers["x-request-id"]
+
+
+def test_our_own_bugs_are_masked_with_a_request_id(caplog: pytest.LogCaptureFixture) -> None:
+    """An exception that is not a GraphQLError is a bug: the client sees a request id,
+    the log has the traceback under the same id."""
+    from graphql import GraphQLError
+
+    from gateway.http import _mask
+
+    error = GraphQLError("boom", path=["hypervisors"], original_error=KeyError("secret detail"))
+    with caplog.at_level("ERROR", logger="gateway.http"):
+        formatted = _mask(error, "req-123")
+    assert formatted["message"] == "internal error (request id req-123)"
+    assert formatted["path"] == ["hypervisors"]
+    assert "secret detail" not in json.dumps(formatted)
+    assert "req-123" in caplog.records[0].getMessage()
+    assert caplog.records[0].exc_info is not None
+    deliberate = GraphQLError("first must not be negative", original_error=GraphQLError("x"))
+    assert _mask(deliberate, "req-124")["message"] == "first must not be negative"

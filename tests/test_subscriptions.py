@@ -249,3 +249,20 @@ async def test_connections_per_server_are_limited() -> None:
         async for client in connect(address, TRANSPORT_WS):
             await client.subscribe("1", "subscription { fleetCapacityChanged { hypervisorCount } }")
             assert (await client.next())["fleetCapacityChanged"] == [{"hypervisorCount": 4}]
+
+
+async def test_websocket_origins_are_an_allow_list() -> None:
+    async with run_server(fleet.objects(), cors_origins=["https://dash.example"]) as (address, _):
+        url = f"ws://{address}/graphql"
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(
+                url, subprotocols=[TRANSPORT_WS], origin=websockets.Origin("https://evil.example")
+            ):
+                pass
+        assert refused.value.response.status_code == 403
+        for origin in ("https://dash.example", f"http://{address}"):
+            async with websockets.connect(
+                url, subprotocols=[TRANSPORT_WS], origin=websockets.Origin(origin)
+            ) as ws:
+                await ws.send(json.dumps({"type": "connection_init"}))
+                assert json.loads(await ws.recv())["type"] == "connection_ack"
