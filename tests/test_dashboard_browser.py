@@ -55,7 +55,7 @@ FIGURES = ["booked", "free", "reserved", "capacity", "physical", "allocated"]
 class Gateway:
     """``python -m gateway serve --from DIR`` on a free loopback port."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *options: str) -> None:
         self.directory = directory
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -63,6 +63,7 @@ class Gateway:
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "gateway", "serve", "--from", str(directory)]
         command += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+        command += options
         self.process = subprocess.Popen(command, cwd=ROOT)
         self._wait_ready()
 
@@ -363,3 +364,27 @@ def test_graphiql_runs_from_local_assets(page: Any, gateway: Gateway) -> None:
     outside = [r.url for r in requests if not r.url.startswith((gateway.url, "data:"))]
     assert outside == []
     assert any(r.url.endswith("/graphiql.min.js") for r in requests)
+
+
+@pytest.mark.cluster
+def test_dashboard_asks_for_a_token_when_the_gateway_checks_them(
+    page: Any, tmp_path: Path, cluster: Any
+) -> None:
+    """With --auth kubernetes the page offers a sign-in, then goes live with the token."""
+    directory = tmp_path / "fleet"
+    directory.mkdir()
+    for obj in fleet.objects():
+        (directory / f"{obj['metadata']['name']}.yaml").write_text(yaml.safe_dump(obj))
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    server = Gateway(directory, "--auth", "kubernetes", "--kubeconfig", str(kubeconfig))
+    try:
+        page.goto(server.url + "/")
+        page.wait_for_selector("#token-form:not([hidden])")
+        assert page.locator("#zones .zone").count() == 0
+        page.fill("#token", cluster.tokens["admin"])
+        page.click("#token-form button")
+        page.wait_for_selector("#zones .zone")
+        page.wait_for_selector('#connection[data-state="live"]', timeout=CHANGE_TIMEOUT_MS)
+        screenshot(page, "dashboard-signed-in.png")
+    finally:
+        server.stop()

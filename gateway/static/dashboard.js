@@ -3,7 +3,7 @@
 // WebSocket again with growing pauses; the header says which of the two is in use.
 
 import { ConsumerSearch } from "./consumer.js";
-import { Socket, query } from "./graphql.js";
+import { Socket, query, setCredentials } from "./graphql.js";
 import { HYPERVISOR_FIELDS, HypervisorTable } from "./hypervisors.js";
 import { FLEET_GROUP_FIELDS, renderZones } from "./zones.js";
 
@@ -33,6 +33,26 @@ const consumer = new ConsumerSearch({
   form: $("consumer-form"),
   input: $("consumer-uuid"),
   output: $("consumer"),
+});
+
+// With --auth kubernetes every request needs a bearer token (for example from
+// `kubectl create token`). It is kept for this browser tab only.
+const TOKEN_KEY = "hypervisor-gateway-token";
+
+function useStoredToken() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) setCredentials({ authorization: `Bearer ${token}` });
+}
+
+function needsToken(error) {
+  const code = error.graphQLErrors?.[0]?.extensions?.code;
+  return code === "UNAUTHENTICATED" || code === "FORBIDDEN";
+}
+
+$("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+  location.reload();
 });
 
 function setConnection(state, message) {
@@ -94,7 +114,12 @@ async function poll() {
     consumer.refresh();
     if ($("connection").dataset.state === "offline") setConnection("polling", pollingMessage);
   } catch (error) {
-    setConnection("offline", `gateway unreachable: ${error.message}`);
+    if (needsToken(error)) {
+      $("token-form").hidden = false;
+      setConnection("offline", error.message);
+    } else {
+      setConnection("offline", `gateway unreachable: ${error.message}`);
+    }
   }
 }
 
@@ -151,6 +176,7 @@ async function goLive() {
 }
 
 async function start() {
+  useStoredToken();
   setConnection("connecting", "connecting…");
   poller = setInterval(poll, POLL_MS); // until the subscription delivers
   await poll();
