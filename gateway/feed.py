@@ -53,6 +53,8 @@ class Feed:
         self.store = store
         self.queue_limit = queue_limit
         self._streams: set[_Stream] = set()
+        #: Subscribers that only want the latest state (fleetCapacityChanged).
+        self.latest_readers = 0
         # Set, then replaced, on every change: waiters hold the one current when they began.
         self._changed = asyncio.Event()
         self._unlisten: Callable[[], None] | None = None
@@ -96,11 +98,15 @@ class Feed:
     async def snapshots(self, interval: float) -> AsyncIterator[Snapshot]:
         """The current snapshot at once, then the newest one after each change,
         at most once per ``interval`` seconds (changes in between coalesce)."""
-        seen = self.store.snapshot
-        yield seen
-        while True:
-            await asyncio.sleep(interval)
-            if self.store.snapshot is seen:
-                await self._changed.wait()
+        self.latest_readers += 1
+        try:
             seen = self.store.snapshot
             yield seen
+            while True:
+                await asyncio.sleep(interval)
+                if self.store.snapshot is seen:
+                    await self._changed.wait()
+                seen = self.store.snapshot
+                yield seen
+        finally:
+            self.latest_readers -= 1

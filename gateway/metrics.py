@@ -117,6 +117,11 @@ class StateCollector(Collector):
             "Subscriptions receiving every change (hypervisorChanged, consumerChanged).",
             self.feed.subscribers,
         )
+        yield _gauge(
+            "subscription_latest_readers",
+            "Subscriptions receiving the latest totals (fleetCapacityChanged).",
+            self.feed.latest_readers,
+        )
         if self.cache is not None:
             yield from self._cache(self.cache)
 

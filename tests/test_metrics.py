@@ -279,17 +279,27 @@ async def test_websocket_connections_and_subscription_streams() -> None:
         ) as ws:
             await ws.send(json.dumps({"type": "connection_init"}))
             assert json.loads(await ws.recv())["type"] == "connection_ack"
-            subscription = "subscription { hypervisorChanged { type } }"
-            await ws.send(
-                json.dumps({"id": "1", "type": "subscribe", "payload": {"query": subscription}})
-            )
+            subscriptions = [
+                "subscription { hypervisorChanged { type } }",
+                "subscription { fleetCapacityChanged { hypervisorCount } }",
+            ]
+            for n, subscription in enumerate(subscriptions):
+                await ws.send(
+                    json.dumps(
+                        {"id": str(n), "type": "subscribe", "payload": {"query": subscription}}
+                    )
+                )
             for _ in range(100):
                 figures = await scrape()
-                if figures[P + "subscription_streams"] == 1:
+                if (
+                    figures[P + "subscription_streams"] == 1
+                    and figures[P + "subscription_latest_readers"] == 1
+                ):
                     break
                 await asyncio.sleep(0.02)
             assert figures[P + "websocket_connections"] == 1
             assert figures[P + "subscription_streams"] == 1
+            assert figures[P + "subscription_latest_readers"] == 1
         for _ in range(100):
             figures = await scrape()
             if figures[P + "websocket_connections"] == 0:
@@ -297,3 +307,4 @@ async def test_websocket_connections_and_subscription_streams() -> None:
             await asyncio.sleep(0.02)
         assert figures[P + "websocket_connections"] == 0
         assert figures[P + "subscription_streams"] == 0
+        assert figures[P + "subscription_latest_readers"] == 0
