@@ -1,0 +1,183 @@
+"""Reading a GraphQL-over-HTTP request: media types, body and parameters.
+
+Everything here happens before GraphQL is involved, and each refusal is one of
+two kinds: an :class:`HttpError` (wrong method, media type, size or speed), or a
+:class:`RequestError` (parameters that do not make a GraphQL request), whose
+status depends on the media type the client accepts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from graphql import GraphQLError
+from starlette.requests import Request
+
+from gateway.limits import Limits
+
+__all__ = [
+    "GRAPHQL_RESPONSE",
+    "JSON",
+    "HttpError",
+    "Params",
+    "RequestError",
+    "negotiate",
+    "read_params",
+    "wants_graphiql",
+]
+
+GRAPHQL_RESPONSE = "application/graphql-response+json"
+JSON = "application/json"
+
+
+class HttpError(Exception):
+    """A request refused before GraphQL is involved (method, media type, size)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+        code: str | None = None,
+    ):
+        super().__init__(message)
+        self.status = status
+        self.headers = dict(headers or {})
+        self.code = code
+
+
+class RequestError(Exception):
+    """A GraphQL request error: the operation was never executed, so no ``data``.
+
+    ``status`` overrides the spec's media-type-dependent status: a request over a
+    limit is refused with a 4xx whichever media type the client accepts.
+    """
+
+    def __init__(self, errors: list[GraphQLError], status: int | None = None):
+        super().__init__(errors[0].message)
+        self.errors = errors
+        self.status = status
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Params:
+    query: str
+    operation_name: str | None
+    variables: dict[str, Any] | None
+
+
+async def read_params(request: Request, limits: Limits) -> Params:
+    """The request's GraphQL parameters, from the query string (GET) or the JSON body (POST)."""
+    if request.method == "GET":
+        return _params_from_query(request.query_params)
+    if request.method != "POST":
+        raise HttpError(405, f"{request.method} is not allowed", {"allow": "GET, POST"})
+    _check_content_type(request.headers.get("content-type"))
+    body = await _read_body(request, limits.max_body_bytes, limits.max_body_seconds)
+    if not body:
+        raise HttpError(400, "a POST request needs a JSON body")
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RequestError([GraphQLError(f"body is not valid JSON: {error}")]) from error
+    if not isinstance(payload, dict):
+        raise RequestError([GraphQLError("body must be a JSON object (batching is not supported)")])
+    return _params_from(payload)
+
+
+def negotiate(accept: str | None) -> str:
+    """Pick the response media type from the Accept header (spec, section 'Accept')."""
+    if not accept:
+        return JSON
+    quality: dict[str, float] = {}
+    for part in accept.split(","):
+        media, *options = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for option in options:
+            key, _, value = option.partition("=")
+            if key.strip() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        media = media.lower()
+        if media == GRAPHQL_RESPONSE:
+            quality[GRAPHQL_RESPONSE] = max(q, quality.get(GRAPHQL_RESPONSE, 0.0))
+        elif media in (JSON, "application/*", "*/*"):
+            quality[JSON] = max(q, quality.get(JSON, 0.0))
+    acceptable = {m: q for m, q in quality.items() if q > 0}
+    if not acceptable:
+        raise HttpError(
+            406, f"cannot answer with any of: {accept}; accept {GRAPHQL_RESPONSE} or {JSON}"
+        )
+    return max(acceptable, key=lambda m: (acceptable[m], m == GRAPHQL_RESPONSE))
+
+
+def wants_graphiql(request: Request) -> bool:
+    return (
+        request.method == "GET"
+        and "query" not in request.query_params
+        and "text/html" in request.headers.get("accept", "")
+    )
+
+
+def _check_content_type(content_type: str | None) -> None:
+    if not content_type:
+        raise HttpError(415, f"Content-Type is required; send {JSON}")
+    media, *options = (p.strip().lower() for p in content_type.split(";"))
+    if media != JSON:
+        raise HttpError(415, f"unsupported Content-Type {media!r}; send {JSON}")
+    for option in options:
+        key, _, value = option.partition("=")
+        if key.strip() == "charset" and value.strip().strip('"') not in ("utf-8", "utf8"):
+            raise HttpError(415, f"unsupported charset {value!r}; send utf-8")
+
+
+async def _read_body(request: Request, limit: int, seconds: float) -> bytes:
+    """The body, refused early when too large (413) or sent too slowly (408)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HttpError(413, f"body larger than {limit} bytes")
+    chunks, size = [], 0
+    try:
+        async with asyncio.timeout(seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise HttpError(413, f"body larger than {limit} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise HttpError(408, f"body not received within {seconds:g} s") from None
+    return b"".join(chunks)
+
+
+def _params_from_query(query: Mapping[str, str]) -> Params:
+    raw: dict[str, Any] = {k: query[k] for k in ("query", "operationName") if k in query}
+    for key in ("variables", "extensions"):
+        if key in query:
+            try:
+                raw[key] = json.loads(query[key])
+            except ValueError as error:
+                raise RequestError([GraphQLError(f"{key} is not valid JSON")]) from error
+    return _params_from(raw)
+
+
+def _params_from(raw: Mapping[str, Any]) -> Params:
+    query, name = raw.get("query"), raw.get("operationName")
+    variables, extensions = raw.get("variables"), raw.get("extensions")
+    problems = []
+    if not isinstance(query, str):
+        problems.append("query must be a string" if "query" in raw else "query is required")
+    if name is not None and not isinstance(name, str):
+        problems.append("operationName must be a string")
+    if variables is not None and not isinstance(variables, dict):
+        problems.append("variables must be an object")
+    if extensions is not None and not isinstance(extensions, dict):
+        problems.append("extensions must be an object")
+    if problems:
+        raise RequestError([GraphQLError(p) for p in problems])
+    return Params(query=query, operation_name=name, variables=variables)  # type: ignore[arg-type]
