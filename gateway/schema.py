@@ -24,20 +24,13 @@ from gateway.filters import (
     order_keys,
     parse_key,
 )
+from gateway.nodes import Consumer, ConsumerRecord, Hypervisor, consumer_view
 from gateway.pagination import Connection, paginate
 from gateway.quantity import QuantityError, format_quantity, parse_quantity
 from gateway.source import SyncStatus as SyncStatusRecord
 from gateway.subscriptions import Subscription
 from gateway.totals import FleetGroup, FleetGrouping, fleet_groups
-from gateway.types import (
-    QUANTITY_DESCRIPTION,
-    Consumer,
-    ConsumerRecord,
-    Hypervisor,
-    PlacementProvider,
-    Quantity,
-    consumer_view,
-)
+from gateway.types import QUANTITY_DESCRIPTION, PlacementProvider, Quantity
 
 __all__ = ["build_schema", "schema", "sdl"]
 

@@ -10,9 +10,9 @@ from strawberry.types import Info
 from gateway import domain
 from gateway.context import Context
 from gateway.filters import HypervisorFilter, compile_filter
+from gateway.nodes import Consumer, Hypervisor, consumer_view
 from gateway.store import ChangeType as StoreChangeType
 from gateway.totals import FleetGroup, FleetGrouping, fleet_groups
-from gateway.types import Consumer, Hypervisor, consumer_view
 
 __all__ = ["Subscription"]
 
