@@ -34,7 +34,7 @@ from gateway.domain import (
     Trait,
     add_amounts,
 )
-from gateway.quantity import QuantityError, parse_number, parse_quantity
+from gateway.reader import Reader
 
 __all__ = ["ParseError", "parse_hypervisor"]
 
@@ -45,98 +45,11 @@ class ParseError(ValueError):
     """An object that cannot be represented at all (not a mapping, or no name)."""
 
 
-class _Parser:
-    """Reads one object, collecting warnings with the path they concern."""
-
-    def __init__(self) -> None:
-        self.warnings: list[str] = []
-
-    def warn(self, path: str, message: str) -> None:
-        self.warnings.append(f"{path}: {message}")
-
-    def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
-        if type(value) is dict:  # the common case, without an ABC check
-            return value
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            self.warn(path, f"expected an object, got {type(value).__name__}; ignored")
-            return {}
-        return value
-
-    def items(self, value: Any, path: str) -> list[Any]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            self.warn(path, f"expected a list, got {type(value).__name__}; ignored")
-            return []
-        return value
-
-    def string(self, value: Any, path: str) -> str | None:
-        if value is None or isinstance(value, str):
-            return value
-        self.warn(path, f"expected a string, got {type(value).__name__}; ignored")
-        return None
-
-    def strings(self, value: Any, path: str) -> tuple[str, ...]:
-        items = (self.string(v, f"{path}[{i}]") for i, v in enumerate(self.items(value, path)))
-        return tuple(s for s in items if s is not None)
-
-    def string_map(self, value: Any, path: str) -> dict[str, str]:
-        """A map of strings (labels, metadata); other values are warned about and left out.
-
-        ``str()`` would turn a YAML ``null`` into the label value ``"None"``.
-        """
-        result: dict[str, str] = {}
-        for key, item in self.mapping(value, path).items():
-            text = self.string(item, f"{path}.{key}")
-            if text is not None:
-                result[str(key)] = text
-        return result
-
-    def boolean(self, value: Any, path: str) -> bool | None:
-        if value is None or isinstance(value, bool):
-            return value
-        self.warn(path, f"expected a boolean, got {type(value).__name__}; ignored")
-        return None
-
-    def integer(self, value: Any, path: str) -> int | None:
-        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-            return value
-        self.warn(path, f"expected an integer, got {reprlib.repr(value)}; ignored")
-        return None
-
-    def amounts(self, value: Any, path: str) -> dict[str, Decimal]:
-        """A resource map; a bad quantity is warned about and left out."""
-        result: dict[str, Decimal] = {}
-        for name, raw in self.mapping(value, path).items():
-            try:
-                result[str(name)] = parse_quantity(raw)
-            except QuantityError as error:
-                self.warn(f"{path}.{name}", f"{error}; left out of all sums")
-        return result
-
-    def ratios(self, value: Any, path: str) -> dict[str, Decimal]:
-        """Overcommit ratios: plain numbers >= 1.0 (the CRD's CEL rule), not quantities."""
-        result: dict[str, Decimal] = {}
-        for name, raw in self.mapping(value, path).items():
-            try:
-                ratio = parse_number(raw)
-            except QuantityError as error:
-                self.warn(f"{path}.{name}", f"{error}; ratio 1.0 used")
-                continue
-            if ratio < 1:
-                self.warn(f"{path}.{name}", f"ratio {raw!r} is below 1.0; ratio 1.0 used")
-                continue
-            result[str(name)] = ratio
-        return result
-
-
 def parse_hypervisor(obj: Any) -> Hypervisor:
     """Build the immutable record for one object version. Raises :class:`ParseError`."""
     if not isinstance(obj, Mapping):
         raise ParseError(f"expected an object, got {type(obj).__name__}")
-    p = _Parser()
+    p = Reader()
     meta = p.mapping(obj.get("metadata"), "metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
@@ -210,7 +123,7 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     )
 
 
-def _bookings(p: _Parser, value: Any, hypervisor: str) -> tuple[Booking, ...]:
+def _bookings(p: Reader, value: Any, hypervisor: str) -> tuple[Booking, ...]:
     # The hot loop of parsing: a fleet has hundreds of thousands of bookings, so
     # well-formed fields are taken as they are and paths are only spelled out
     # for a warning.
@@ -248,7 +161,7 @@ _CONSUMER_STRINGS = ("consumerType", "projectID", "userID")
 
 
 def _consumer(
-    p: _Parser,
+    p: Reader,
     body: Mapping[str, Any],
     path: str,
     hypervisor: str,
@@ -282,7 +195,7 @@ def _consumer(
 
 
 def _reservation(
-    p: _Parser,
+    p: Reader,
     body: Mapping[str, Any],
     path: str,
     hypervisor: str,
@@ -300,7 +213,7 @@ def _reservation(
 
 
 def _memberships(
-    p: _Parser, spec: Mapping[str, Any], status: Mapping[str, Any]
+    p: Reader, spec: Mapping[str, Any], status: Mapping[str, Any]
 ) -> tuple[tuple[Trait, ...], tuple[Aggregate, ...]]:
     """Traits and aggregates from all five places, each tagged with its source."""
     traits: list[Trait] = []
@@ -336,7 +249,7 @@ def _memberships(
     return tuple(traits), tuple(a for a in aggregates if a is not None)
 
 
-def _aggregate(p: _Parser, value: Any, source: Source, path: str) -> Aggregate | None:
+def _aggregate(p: Reader, value: Any, source: Source, path: str) -> Aggregate | None:
     body = p.mapping(value, path)
     name = p.string(body.get("name"), f"{path}.name")
     if not name:
@@ -350,7 +263,7 @@ def _aggregate(p: _Parser, value: Any, source: Source, path: str) -> Aggregate |
     )
 
 
-def _conditions(p: _Parser, value: Any) -> tuple[Condition, ...]:
+def _conditions(p: Reader, value: Any) -> tuple[Condition, ...]:
     conditions = []
     for i, entry in enumerate(p.items(value, "status.conditions")):
         path = f"status.conditions[{i}]"
@@ -373,7 +286,7 @@ def _conditions(p: _Parser, value: Any) -> tuple[Condition, ...]:
     return tuple(conditions)
 
 
-def _instances(p: _Parser, value: Any) -> tuple[Instance, ...]:
+def _instances(p: Reader, value: Any) -> tuple[Instance, ...]:
     instances = []
     for i, entry in enumerate(p.items(value, "status.instances")):
         path = f"status.instances[{i}]"
@@ -392,7 +305,7 @@ def _instances(p: _Parser, value: Any) -> tuple[Instance, ...]:
     return tuple(instances)
 
 
-def _operating_system(p: _Parser, value: Any) -> dict[str, str]:
+def _operating_system(p: Reader, value: Any) -> dict[str, str]:
     """status.operatingSystem as strings; its one list (gardenLinuxFeatures) comma-joined."""
     path = "status.operatingSystem"
     facts = {
@@ -402,7 +315,7 @@ def _operating_system(p: _Parser, value: Any) -> dict[str, str]:
     return p.string_map(facts, path)
 
 
-def _cells(p: _Parser, value: Any) -> tuple[Cell, ...]:
+def _cells(p: Reader, value: Any) -> tuple[Cell, ...]:
     cells = []
     for i, entry in enumerate(p.items(value, "status.cells")):
         path = f"status.cells[{i}]"

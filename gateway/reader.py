@@ -1,0 +1,105 @@
+"""Reading JSON-like values leniently: a wrong type or a bad amount is a warning.
+
+Objects come from a cluster (or files) that the gateway does not control. Each
+accessor here returns a value of the expected type or a neutral default, and
+records a warning naming the path of what it could not use, so that a parser
+built on it never fails on bad data and never hides it.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from gateway.quantity import QuantityError, parse_number, parse_quantity
+
+__all__ = ["Reader"]
+
+
+class Reader:
+    """Reads one object, collecting warnings with the path they concern."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def warn(self, path: str, message: str) -> None:
+        self.warnings.append(f"{path}: {message}")
+
+    def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        if type(value) is dict:  # the common case, without an ABC check
+            return value
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.warn(path, f"expected an object, got {type(value).__name__}; ignored")
+            return {}
+        return value
+
+    def items(self, value: Any, path: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.warn(path, f"expected a list, got {type(value).__name__}; ignored")
+            return []
+        return value
+
+    def string(self, value: Any, path: str) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        self.warn(path, f"expected a string, got {type(value).__name__}; ignored")
+        return None
+
+    def strings(self, value: Any, path: str) -> tuple[str, ...]:
+        items = (self.string(v, f"{path}[{i}]") for i, v in enumerate(self.items(value, path)))
+        return tuple(s for s in items if s is not None)
+
+    def string_map(self, value: Any, path: str) -> dict[str, str]:
+        """A map of strings (labels, metadata); other values are warned about and left out.
+
+        ``str()`` would turn a YAML ``null`` into the label value ``"None"``.
+        """
+        result: dict[str, str] = {}
+        for key, item in self.mapping(value, path).items():
+            text = self.string(item, f"{path}.{key}")
+            if text is not None:
+                result[str(key)] = text
+        return result
+
+    def boolean(self, value: Any, path: str) -> bool | None:
+        if value is None or isinstance(value, bool):
+            return value
+        self.warn(path, f"expected a boolean, got {type(value).__name__}; ignored")
+        return None
+
+    def integer(self, value: Any, path: str) -> int | None:
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        self.warn(path, f"expected an integer, got {reprlib.repr(value)}; ignored")
+        return None
+
+    def amounts(self, value: Any, path: str) -> dict[str, Decimal]:
+        """A resource map; a bad quantity is warned about and left out."""
+        result: dict[str, Decimal] = {}
+        for name, raw in self.mapping(value, path).items():
+            try:
+                result[str(name)] = parse_quantity(raw)
+            except QuantityError as error:
+                self.warn(f"{path}.{name}", f"{error}; left out of all sums")
+        return result
+
+    def ratios(self, value: Any, path: str) -> dict[str, Decimal]:
+        """Overcommit ratios: plain numbers >= 1.0 (the CRD's CEL rule), not quantities."""
+        result: dict[str, Decimal] = {}
+        for name, raw in self.mapping(value, path).items():
+            try:
+                ratio = parse_number(raw)
+            except QuantityError as error:
+                self.warn(f"{path}.{name}", f"{error}; ratio 1.0 used")
+                continue
+            if ratio < 1:
+                self.warn(f"{path}.{name}", f"ratio {raw!r} is below 1.0; ratio 1.0 used")
+                continue
+            result[str(name)] = ratio
+        return result
