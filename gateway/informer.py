@@ -29,7 +29,7 @@ import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration, CustomObjectsApi
 
 from gateway.source import SyncStatus
-from gateway.store import Store
+from gateway.store import Prepared, Store
 
 __all__ = ["Backoff", "HypervisorInformer"]
 
@@ -146,8 +146,12 @@ class HypervisorInformer:
         token pins the remaining pages to the same snapshot, so together they are
         one point in time and the list's resourceVersion is a safe watch start.
         An expired token (410 mid-list) cannot be resumed consistently: start over.
+
+        Each page is parsed (in a worker thread) as soon as it arrives and its raw
+        JSON dropped, so a relist never holds the whole fleet twice in memory.
         """
-        items: list[Any] = []
+        prepared: Prepared | None = None
+        count = 0
         token: str | None = None
         while True:
             response = await api.list_cluster_custom_object_without_preload_content(
@@ -160,13 +164,16 @@ class HypervisorInformer:
             )
             async with response:
                 body = await _read_json(response)
-            items.extend(body.get("items") or ())
+            page = body.get("items") or ()
+            count += len(page)
+            prepared = await asyncio.to_thread(store.prepare, page, prepared)
             metadata = body.get("metadata") or {}
             token = metadata.get("continue") or None
             if token is None:
                 break
         resource_version = str(metadata["resourceVersion"])
-        await store.replace_async(items, resource_version)
+        assert prepared is not None
+        store.commit(prepared, resource_version)
         store.mark_ready()
         if self._lists:
             self.status.relists += 1
@@ -174,7 +181,7 @@ class HypervisorInformer:
         self._resource_version = resource_version
         self._connected(store)
         self.status.confirm()
-        log.info("%s: listed %d objects at %s", RESOURCE, len(items), resource_version)
+        log.info("%s: listed %d objects at %s", RESOURCE, count, resource_version)
 
     # -- WATCH ---------------------------------------------------------------------
 

@@ -165,7 +165,7 @@ def _consumer(
     body: Mapping[str, Any],
     path: str,
     hypervisor: str,
-    resources: dict[str, Decimal],
+    resources: Mapping[str, Decimal],
     seen: set[str],
 ) -> ConsumerBooking | None:
     uuid = body.get("uuid")
@@ -179,10 +179,7 @@ def _consumer(
     generation = body.get("consumerGeneration")
     if generation is not None and type(generation) is not int:
         generation = p.integer(generation, f"{path}.consumerGeneration")
-    strings = [body.get(k) for k in _CONSUMER_STRINGS]
-    for n, text in enumerate(strings):
-        if text is not None and type(text) is not str:
-            strings[n] = p.string(text, f"{path}.{_CONSUMER_STRINGS[n]}")
+    strings = [p.label(body.get(k), f"{path}.{k}") for k in _CONSUMER_STRINGS]
     return ConsumerBooking(
         uuid=uuid,
         resources=resources,
@@ -199,7 +196,7 @@ def _reservation(
     body: Mapping[str, Any],
     path: str,
     hypervisor: str,
-    resources: dict[str, Decimal],
+    resources: Mapping[str, Decimal],
     seen: set[str],
 ) -> ReservationBooking | None:
     name = body.get("name")
@@ -336,6 +333,11 @@ def _cells(p: Reader, value: Any) -> tuple[Cell, ...]:
         )
     # The agent does not guarantee an order; consumers of the API want one.
     return tuple(sorted(cells, key=lambda c: c.cell_id))
+
+
+def _lower(text: str) -> str:
+    """``text`` in lower case, without a new copy when it already is (most UUIDs)."""
+    return text if text.islower() or (not text.isupper() and text == text.lower()) else text.lower()
 
 
 def _drift(bookings: tuple[Booking, ...], instances: tuple[Instance, ...]) -> Drift:

@@ -79,15 +79,24 @@ class Reader:
         self.warn(path, f"expected an integer, got {reprlib.repr(value)}; ignored")
         return None
 
-    def amounts(self, value: Any, path: str) -> dict[str, Decimal]:
-        """A resource map; a bad quantity is warned about and left out."""
+    def amounts(self, value: Any, path: str) -> Mapping[str, Decimal]:
+        """A resource map; a bad quantity is warned about and left out.
+
+        Bookings of one flavor carry the same map: equal maps are shared (records
+        never change them), which saves most of a large fleet's memory for them.
+        """
         result: dict[str, Decimal] = {}
         for name, raw in self.mapping(value, path).items():
             try:
                 result[str(name)] = parse_quantity(raw)
             except QuantityError as error:
                 self.warn(f"{path}.{name}", f"{error}; left out of all sums")
-        return result
+        return _shared(result)
+
+    def label(self, value: Any, path: str) -> str | None:
+        """A string that repeats across a fleet (a project, a type): one copy is kept."""
+        text = self.string(value, path)
+        return None if text is None else _intern(text)
 
     def ratios(self, value: Any, path: str) -> dict[str, Decimal]:
         """Overcommit ratios: plain numbers >= 1.0 (the CRD's CEL rule), not quantities."""
@@ -103,3 +112,27 @@ class Reader:
                 continue
             result[str(name)] = ratio
         return result
+
+
+_MAPS: dict[tuple[tuple[str, Decimal], ...], Mapping[str, Decimal]] = {}
+_STRINGS: dict[str, str] = {}
+_SHARED_LIMIT = 100_000
+
+
+def _shared(amounts: dict[str, Decimal]) -> Mapping[str, Decimal]:
+    key = tuple(amounts.items())
+    shared = _MAPS.get(key)
+    if shared is None:
+        shared = amounts
+        if len(_MAPS) < _SHARED_LIMIT:
+            _MAPS[key] = shared
+    return shared
+
+
+def _intern(text: str) -> str:
+    shared = _STRINGS.get(text)
+    if shared is None:
+        shared = text
+        if len(_STRINGS) < _SHARED_LIMIT:
+            _STRINGS[text] = shared
+    return shared

@@ -165,14 +165,15 @@ class Store:
         """:meth:`replace`, parsing in a worker thread: the event loop keeps serving."""
         self.commit(await asyncio.to_thread(self.prepare, objects), resource_version)
 
-    def prepare(self, objects: Iterable[Any]) -> Prepared:
-        """Parse a complete set of objects without touching the store.
+    def prepare(self, objects: Iterable[Any], into: Prepared | None = None) -> Prepared:
+        """Parse a set of objects without touching the store (``into``: add to an
+        earlier part, such as the previous page of a list).
 
         Safe to run in a worker thread, so that a large relist does not stall the
         event loop; :meth:`commit` then applies the result on the loop.
         """
         old = self._snapshot.by_name
-        prepared = Prepared({}, {}, {})
+        prepared = into or Prepared({}, {}, {})
         with collector_paused():
             for position, obj in enumerate(objects):
                 hypervisor = self._parse(obj, old, prepared, f"#{position}")
