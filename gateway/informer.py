@@ -29,7 +29,7 @@ import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration, CustomObjectsApi
 
 from gateway.source import SyncStatus
-from gateway.store import Store
+from gateway.store import Prepared, Store
 
 __all__ = ["Backoff", "HypervisorInformer"]
 
@@ -146,27 +146,44 @@ class HypervisorInformer:
         token pins the remaining pages to the same snapshot, so together they are
         one point in time and the list's resourceVersion is a safe watch start.
         An expired token (410 mid-list) cannot be resumed consistently: start over.
+
+        Each page is parsed in a worker thread while the next one is fetched, and
+        its raw objects are dropped once parsed: the API server works while the
+        gateway parses, and only a page of raw JSON objects (not the fleet's, many
+        times the records' size) is ever in memory at once.
         """
-        items: list[Any] = []
+        prepared = Prepared({}, {}, {})
+        parsing: asyncio.Future[Prepared] | None = None
         token: str | None = None
-        while True:
-            response = await api.list_cluster_custom_object_without_preload_content(
-                GROUP,
-                VERSION,
-                PLURAL,
-                limit=self._page_size,
-                _continue=token,
-                _request_timeout=self._list_timeout,
-            )
-            async with response:
-                body = await _read_json(response)
-            items.extend(body.get("items") or ())
-            metadata = body.get("metadata") or {}
-            token = metadata.get("continue") or None
-            if token is None:
-                break
+        count = 0
+        try:
+            while True:
+                response = await api.list_cluster_custom_object_without_preload_content(
+                    GROUP,
+                    VERSION,
+                    PLURAL,
+                    limit=self._page_size,
+                    _continue=token,
+                    _request_timeout=self._list_timeout,
+                )
+                async with response:
+                    body = await _read_json(response)
+                items = body.get("items") or []
+                if parsing is not None:
+                    prepared.absorb(await parsing)
+                parsing = asyncio.ensure_future(asyncio.to_thread(store.prepare, items, count))
+                count += len(items)
+                metadata = body.get("metadata") or {}
+                token = metadata.get("continue") or None
+                del body, items
+                if token is None:
+                    break
+            prepared.absorb(await parsing)
+        finally:
+            if parsing is not None and not parsing.done():
+                parsing.cancel()
         resource_version = str(metadata["resourceVersion"])
-        await store.replace_async(items, resource_version)
+        store.commit(prepared, resource_version)
         store.mark_ready()
         if self._lists:
             self.status.relists += 1
@@ -174,7 +191,7 @@ class HypervisorInformer:
         self._resource_version = resource_version
         self._connected(store)
         self.status.confirm()
-        log.info("%s: listed %d objects at %s", RESOURCE, len(items), resource_version)
+        log.info("%s: listed %d objects at %s", RESOURCE, count, resource_version)
 
     # -- WATCH ---------------------------------------------------------------------
 
