@@ -110,7 +110,7 @@ def _value(x: float, unit: str) -> str:
 
 
 def _ratio_text(r: float) -> str:
-    return f"1/{1 / r:.0f}" if 0 < r < 1 else f"{r:.2f}"
+    return f"1/{1 / r:.1f}" if 0 < r < 1 else f"{r:.2f}"
 
 
 def targets_table(f: dict[str, Any]) -> list[str]:
