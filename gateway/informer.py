@@ -149,8 +149,8 @@ class HypervisorInformer:
 
         Each page is parsed in a worker thread while the next one is fetched, and
         its raw objects are dropped once parsed: the API server works while the
-        gateway parses, and only a page of raw JSON objects (not the fleet's, many
-        times the records' size) is ever in memory at once.
+        gateway parses, and only two pages of raw JSON objects (not the fleet's,
+        many times the records' size) are ever in memory at once.
         """
         prepared = Prepared({}, {}, {})
         parsing: asyncio.Future[Prepared] | None = None
