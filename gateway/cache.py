@@ -58,6 +58,9 @@ class BoundedMemoryCache(SimpleMemoryCache):  # type: ignore[misc]
     """aiocache's memory cache, bounded to ``max_entries`` (least recently used go)."""
 
     def __init__(self, max_entries: int = 1000, **kwargs: Any) -> None:
+        # aiocache bounds every call with asyncio.wait_for (a task per lookup, a fifth
+        # of a cached answer's time); a lookup in a dict cannot hang.
+        kwargs.setdefault("timeout", None)
         super().__init__(serializer=BytesSerializer(), **kwargs)
         self.max_entries = max_entries
         self._cache: OrderedDict[str, object] = OrderedDict()

@@ -140,13 +140,11 @@ class GraphQLEndpoint:
                     )
                 ]
             )
-        self.validate(document)
+        text = self.validate(params.query)
         context = self.context(request)
         key = None
         if self.cache is not None:
-            key = self.cache.key(
-                normalized(document), params.operation_name, params.variables, context.snapshot
-            )
+            key = self.cache.key(text, params.operation_name, params.variables, context.snapshot)
             if (cached := await self.cache.get(key)) is not None:
                 request.state.outcome = "ok"
                 return _response(cached, 200, media_type)
@@ -218,8 +216,14 @@ class GraphQLEndpoint:
             status = 400 if "tokens" in error.message else None
             raise RequestError([error], status) from error
 
-    def _validate(self, document: DocumentNode) -> None:
-        """Check limits, then validate, once per distinct document (failures are not cached)."""
+    def _validate(self, query: str) -> str:
+        """Check limits, then validate, once per distinct query (failures are not cached).
+
+        Returns the document as graphql-core prints it (same meaning, same text), for
+        cache keys. Keyed by the query's text, whose hash Python keeps, rather than by
+        its document: a document hashes node by node, on every request.
+        """
+        document = self.parse(query)
         try:
             check_document(document, self.limits)
         except LimitError as error:
@@ -227,6 +231,7 @@ class GraphQLEndpoint:
         errors = validate(self.schema, document, self.rules)
         if errors:
             raise RequestError(errors)
+        return print_ast(document)
 
     def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
         payload: dict[str, Any] = {"data": result.data}
@@ -257,12 +262,6 @@ def _response(body: bytes, status: int, media_type: str) -> Response:
 
 def _json(payload: Any, status: int, media_type: str) -> Response:
     return _response(_encode(payload), status, media_type)
-
-
-@functools.lru_cache(maxsize=1024)
-def normalized(document: DocumentNode) -> str:
-    """The document as printed by graphql-core: same meaning, same text, same cache key."""
-    return print_ast(document)
 
 
 def _error_response(error: HttpError, media_type: str) -> Response:

@@ -147,32 +147,42 @@ class HypervisorInformer:
         one point in time and the list's resourceVersion is a safe watch start.
         An expired token (410 mid-list) cannot be resumed consistently: start over.
 
-        Each page is parsed (in a worker thread) as soon as it arrives and its raw
-        JSON dropped, so a relist never holds the whole fleet twice in memory.
+        Each page is parsed in a worker thread while the next one is fetched, and
+        its raw objects are dropped once parsed: the API server works while the
+        gateway parses, and only two pages of raw JSON objects (not the fleet's,
+        many times the records' size) are ever in memory at once.
         """
-        prepared: Prepared | None = None
-        count = 0
+        prepared = Prepared({}, {}, {})
+        parsing: asyncio.Future[Prepared] | None = None
         token: str | None = None
-        while True:
-            response = await api.list_cluster_custom_object_without_preload_content(
-                GROUP,
-                VERSION,
-                PLURAL,
-                limit=self._page_size,
-                _continue=token,
-                _request_timeout=self._list_timeout,
-            )
-            async with response:
-                body = await _read_json(response)
-            page = body.get("items") or ()
-            count += len(page)
-            prepared = await asyncio.to_thread(store.prepare, page, prepared)
-            metadata = body.get("metadata") or {}
-            token = metadata.get("continue") or None
-            if token is None:
-                break
+        count = 0
+        try:
+            while True:
+                response = await api.list_cluster_custom_object_without_preload_content(
+                    GROUP,
+                    VERSION,
+                    PLURAL,
+                    limit=self._page_size,
+                    _continue=token,
+                    _request_timeout=self._list_timeout,
+                )
+                async with response:
+                    body = await _read_json(response)
+                items = body.get("items") or []
+                if parsing is not None:
+                    prepared.absorb(await parsing)
+                parsing = asyncio.ensure_future(asyncio.to_thread(store.prepare, items, count))
+                count += len(items)
+                metadata = body.get("metadata") or {}
+                token = metadata.get("continue") or None
+                del body, items
+                if token is None:
+                    break
+            prepared.absorb(await parsing)
+        finally:
+            if parsing is not None and not parsing.done():
+                parsing.cancel()
         resource_version = str(metadata["resourceVersion"])
-        assert prepared is not None
         store.commit(prepared, resource_version)
         store.mark_ready()
         if self._lists:

@@ -110,6 +110,12 @@ class Prepared:
     rejected: dict[str, str]
     fingerprints: dict[str, str]
 
+    def absorb(self, part: Prepared) -> None:
+        """Add a part prepared separately (one page of a LIST) to this set."""
+        self.hypervisors.update(part.hypervisors)
+        self.rejected.update(part.rejected)
+        self.fingerprints.update(part.fingerprints)
+
 
 def _fingerprint(obj: Any) -> str:
     try:
@@ -165,17 +171,17 @@ class Store:
         """:meth:`replace`, parsing in a worker thread: the event loop keeps serving."""
         self.commit(await asyncio.to_thread(self.prepare, objects), resource_version)
 
-    def prepare(self, objects: Iterable[Any], into: Prepared | None = None) -> Prepared:
-        """Parse a set of objects without touching the store (``into``: add to an
-        earlier part, such as the previous page of a list).
+    def prepare(self, objects: Iterable[Any], start: int = 0) -> Prepared:
+        """Parse a complete set of objects (or a part of it) without touching the store.
 
         Safe to run in a worker thread, so that a large relist does not stall the
-        event loop; :meth:`commit` then applies the result on the loop.
+        event loop; :meth:`commit` then applies the result on the loop. Parts
+        (pages, numbered from ``start``) are joined with :meth:`Prepared.absorb`.
         """
         old = self._snapshot.by_name
-        prepared = into or Prepared({}, {}, {})
+        prepared = Prepared({}, {}, {})
         with collector_paused():
-            for position, obj in enumerate(objects):
+            for position, obj in enumerate(objects, start):
                 hypervisor = self._parse(obj, old, prepared, f"#{position}")
                 if hypervisor is not None:
                     prepared.hypervisors[hypervisor.name] = hypervisor

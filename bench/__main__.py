@@ -1,0 +1,64 @@
+"""``python -m bench``: the gateway against the API server, side by side, at one or more sizes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.report import markdown
+from bench.run import Options, run
+from bench.stats import Summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument(
+        "--sizes", default="5000", help="comma-separated fleet sizes (default 5000)"
+    )
+    parser.add_argument("--bookings", type=int, default=40, help="bookings per host (default 40)")
+    parser.add_argument("--runs", type=int, default=30, help="timed runs of each uncached query")
+    parser.add_argument("--cached-runs", type=int, default=300, help="timed runs of cached queries")
+    parser.add_argument("--writes", type=int, default=100, help="writes for the delay figures")
+    parser.add_argument("--rps-seconds", type=int, default=10, help="seconds of load per server")
+    parser.add_argument("--output", type=Path, help="write the report here (e.g. bench/RESULTS.md)")
+    parser.add_argument(
+        "--logs", type=Path, help="keep the servers' logs here (default: discarded)"
+    )
+    args = parser.parse_args()
+
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="hgw-bench-") as tmp:
+        logs = args.logs or Path(tmp)
+        logs.mkdir(parents=True, exist_ok=True)
+        for size in (int(s) for s in args.sizes.split(",")):
+            options = Options(
+                size=size,
+                bookings=args.bookings,
+                runs=args.runs,
+                cached_runs=args.cached_runs,
+                writes=args.writes,
+                rps_seconds=args.rps_seconds,
+                workdir=logs,
+            )
+            runs.append(run(options, log=lambda m: print(m, file=sys.stderr, flush=True)))
+            report = markdown(runs, "python -m bench " + shlex.join(sys.argv[1:]))
+            if args.output:
+                args.output.write_text(report + "\n")
+                raw = args.output.with_suffix(".json")
+                raw.write_text(json.dumps(runs, default=_plain, indent=1))
+    print(report)
+    return 0
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Summary):
+        return {"n": value.n, "median": value.median, "p99": value.p99}
+    raise TypeError(type(value).__name__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

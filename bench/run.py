@@ -1,0 +1,205 @@
+"""One benchmark run at one fleet size: control plane, fleet, gateways, every figure."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import re
+import socket
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.fleet import free_capacity, list_all, load
+from bench.latency import first_names, write_delays
+from bench.processes import MemorySampler, Server, memory_kib
+from bench.stats import Summary, sample, summarize
+from bench.throughput import requests_per_second
+from gateway.demo import generate
+from scripts.controlplane import ControlPlane
+
+__all__ = ["FLEET", "SMALL_QUERY", "ZONES", "Options", "run"]
+
+FLEET = '{ hypervisors { nodes { name zone cpu: resource(name: "cpu") { free } memory: resource(name: "memory") { free } } } }'  # noqa: E501
+ZONES = "{ fleetCapacity(groupBy: ZONE) { key resources { name capacity booked free } } }"
+SMALL_QUERY = "query Small($name: String!) { hypervisor(name: $name) { name zone } }"
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    size: int
+    bookings: int = 40
+    runs: int = 30
+    cached_runs: int = 300
+    writes: int = 100
+    clients: int = 32
+    rps_seconds: int = 10
+    workdir: Path = Path("/tmp")
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _post(http: httpx.Client, query: str, variables: dict[str, Any] | None = None) -> bytes:
+    response = http.post("/graphql", json={"query": query, "variables": variables or {}})
+    response.raise_for_status()
+    return response.content
+
+
+def _answer(http: httpx.Client, query: str) -> Any:
+    payload = httpx.Response(200, content=_post(http, query)).json()
+    if payload.get("errors"):
+        raise RuntimeError(f"query failed: {payload['errors']}")
+    return payload["data"]
+
+
+def run(options: Options, log: Any = print) -> dict[str, Any]:
+    """Everything measured at ``options.size`` hosts; times in seconds, sizes in bytes."""
+    figures: dict[str, Any] = {"size": options.size, "bookings_per_host": options.bookings}
+    plane = ControlPlane()
+    servers: list[Server] = []
+    try:
+        log(f"[{options.size}] starting etcd and kube-apiserver")
+        plane.start()
+        objects = generate(options.size, seed=0, bookings_per_host=options.bookings)
+        figures["bookings"] = sum(len(o["spec"].get("bookings") or ()) for o in objects)
+        figures["load_seconds"] = asyncio.run(load(plane, objects))
+        log(f"[{options.size}] loaded in {figures['load_seconds']:.1f}s; LIST baseline")
+        figures |= _baseline(plane, options)
+        expected = _free(plane)
+
+        logs = options.workdir
+        gateway_args = ["--kubeconfig", str(plane.kubeconfig)]
+        gateway_args += ["--max-page-size", str(max(options.size, 10_000))]
+        cached = Server.gateway(_port(), logs / "gateway.log", *gateway_args)
+        servers.append(cached)
+        figures["ready"] = cached.wait_ready()
+        figures["rss_loaded"] = memory_kib(cached.pid)["VmRSS"] * 1024
+        uncached = Server.gateway(
+            _port(), logs / "gateway-uncached.log", *gateway_args, "--cache", "off"
+        )
+        servers.append(uncached)
+        uncached.wait_ready()
+        log(f"[{options.size}] gateway ready in {figures['ready']:.2f}s; queries")
+        figures |= _queries(cached, uncached, expected, options)
+
+        log(f"[{options.size}] {options.writes} writes")
+        names = first_names(objects)
+        delays = asyncio.run(write_delays(plane, cached.url, names, options.writes))
+        figures |= {f"delay_{reader}": summarize(d) for reader, d in delays.items()}
+
+        log(f"[{options.size}] throughput, {options.clients} clients")
+        small = {"query": SMALL_QUERY, "variables": {"name": names[0]}}
+        figures["rps_gateway"] = requests_per_second(
+            cached.url + "/graphql", small, options.clients, options.rps_seconds
+        )
+        bare = Server.bare(_port(), logs / "bare.log")
+        servers.append(bare)
+        bare.wait_ready()
+        figures["rps_bare"] = requests_per_second(
+            bare.url + "/graphql", small, options.clients, options.rps_seconds
+        )
+        bare.stop()
+        uncached.stop()
+
+        log(f"[{options.size}] forced relist")
+        figures |= _relist(plane, cached)
+    finally:
+        for server in servers:
+            server.stop()
+        plane.stop()
+    return figures
+
+
+def _baseline(plane: ControlPlane, options: Options) -> dict[str, Any]:
+    with plane.client() as http:
+        http.timeout = httpx.Timeout(300)
+        paged = sample(lambda: list_all(http, 500), options.runs)
+        whole = sample(lambda: list_all(http, None), options.runs)
+        script = sample(lambda: free_capacity(http, None), max(5, options.runs // 3))
+        json_bytes = sum(len(body) for body in list_all(http, None))
+    return {
+        "list_paged": paged,
+        "list_whole": whole,
+        "list_compute": script,
+        "list_bytes": json_bytes,
+    }
+
+
+def _free(plane: ControlPlane) -> dict[str, tuple[Decimal, Decimal]]:
+    with plane.client() as http:
+        http.timeout = httpx.Timeout(300)
+        return free_capacity(http, None)
+
+
+def _queries(
+    cached: Server, uncached: Server, expected: dict[str, tuple[Decimal, Decimal]], options: Options
+) -> dict[str, Summary]:
+    with (
+        httpx.Client(base_url=cached.url, timeout=60) as hot,
+        httpx.Client(base_url=uncached.url, timeout=60) as cold,
+    ):
+        nodes = _answer(cold, FLEET)["hypervisors"]["nodes"]
+        answered = {
+            n["name"]: (Decimal(n["cpu"]["free"]), Decimal(n["memory"]["free"]))
+            for n in nodes
+            if n["cpu"]
+            and n["memory"]
+            and n["cpu"]["free"] is not None
+            and n["memory"]["free"] is not None
+        }
+        if answered != expected or len(nodes) != options.size:
+            raise RuntimeError("the gateway's free capacity differs from the script's")
+        _answer(hot, ZONES)
+        return {
+            "fleet_uncached": sample(lambda: _post(cold, FLEET), options.runs),
+            "fleet_cached": sample(lambda: _post(hot, FLEET), options.cached_runs),
+            "zones_uncached": sample(lambda: _post(cold, ZONES), options.runs),
+            "zones_cached": sample(lambda: _post(hot, ZONES), options.cached_runs),
+        }
+
+
+def _relist(plane: ControlPlane, gateway: Server) -> dict[str, Any]:
+    """Compact etcd and restart the API server: the informer's resume position is gone (410)."""
+    with httpx.Client(base_url=gateway.url, timeout=60) as http:
+        time.sleep(1)
+        steady = memory_kib(gateway.pid)["VmRSS"] * 1024
+        before = _relists(http)
+        with MemorySampler(gateway.pid) as sampler:
+            started = time.perf_counter()
+            plane.stop_apiserver(kill=True)
+            # A write the informer cannot see, then compaction past it: the position the
+            # informer resumes from is gone, and the restarted API server says 410.
+            key = base64.b64encode(b"/bench/relist").decode()
+            httpx.post(f"{plane.etcd_url}/v3/kv/put", json={"key": key, "value": key})
+            plane.compact()
+            plane.start_apiserver()
+            while True:
+                if _relists(http) > before and http.get("/readyz").status_code == 200:
+                    break
+                if time.perf_counter() - started > 120:
+                    raise RuntimeError("the gateway did not relist")
+                time.sleep(0.02)
+            relisted = time.perf_counter() - started
+            time.sleep(1)
+    return {
+        "rss_steady": steady,
+        "rss_relist_peak": sampler.peak * 1024,
+        "relist_seconds": relisted,
+    }
+
+
+def _relists(http: httpx.Client) -> float:
+    """Relists so far, from /metrics (a cached syncStatus answer can lag behind it)."""
+    match = re.search(r"^\w*relists_total (\S+)$", http.get("/metrics").text, re.MULTILINE)
+    if match is None:
+        raise RuntimeError("no relists_total in /metrics")
+    return float(match.group(1))

@@ -1,0 +1,40 @@
+"""The benchmark's code at a tiny size, so that it keeps working (its figures are not checked)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.live import measure
+from bench.report import TARGETS, markdown
+from bench.run import Options, run
+
+
+@pytest.mark.cluster
+def test_a_tiny_run_measures_every_figure_and_reports_every_target(tmp_path: Path) -> None:
+    if shutil.which("wrk") is None:
+        pytest.skip("wrk is not installed (apt-get install wrk)")
+    options = Options(
+        size=50, bookings=5, runs=2, cached_runs=3, writes=3, rps_seconds=1, workdir=tmp_path
+    )
+    # run() itself fails when the gateway's free capacity differs from the script's.
+    figures = run(options, log=lambda message: None)
+
+    assert figures["size"] == 50
+    assert figures["delay_answer"].n == figures["delay_watch"].n == 3
+    assert figures["list_bytes"] > 0
+    assert figures["rps_gateway"] > 0 and figures["rps_bare"] > 0
+    assert figures["rss_relist_peak"] > 0
+    report = markdown([figures, figures], "python -m bench --sizes 50")
+    assert report.count("PASS") + report.count("FAIL") == 2 * len(TARGETS)
+    assert "Growth with fleet size" in report
+
+
+def test_the_live_figures_come_from_a_real_websocket() -> None:
+    figures = measure(size=20, runs=2, cached_runs=3, changes=3)
+
+    assert figures["change_to_message"].n == 3
+    assert figures["capacity_cached"].n == 3
+    assert figures["capacity_uncached"].median > 0
