@@ -24,7 +24,7 @@ from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
 from gateway.metrics import Metrics, StateCollector
 from gateway.pages import routes as page_routes
-from gateway.schema import schema
+from gateway.schema import LIVE_FIELDS, schema
 from gateway.source import Source
 from gateway.store import Store
 from gateway.websocket import SubscriptionServer
@@ -95,6 +95,7 @@ def create_app(
         graphiql=graphiql and introspection,
         cache=cache,
         authorizer=authorizer,
+        uncacheable=LIVE_FIELDS,
     )
     subscriptions = SubscriptionServer(
         store,

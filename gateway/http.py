@@ -27,6 +27,7 @@ from graphql import (
     ASTValidationRule,
     DocumentNode,
     ExecutionResult,
+    FieldNode,
     GraphQLError,
     GraphQLFormattedError,
     GraphQLSchema,
@@ -37,7 +38,9 @@ from graphql import (
     print_ast,
     specified_rules,
     validate,
+    visit,
 )
+from graphql.language import Visitor
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
@@ -76,9 +79,12 @@ class GraphQLEndpoint:
         graphiql: bool = True,
         cache: ResponseCache | None = None,
         authorizer: Authorizer | None = None,
+        uncacheable: frozenset[str] = frozenset(),
     ) -> None:
         self.schema = schema
         self.authorizer = authorizer or AllowAll()
+        #: Fields whose answers are not a function of the store snapshot alone.
+        self.uncacheable = uncacheable
         self.cache = cache
         self.context = context
         self.limits = limits
@@ -143,7 +149,7 @@ class GraphQLEndpoint:
         text = self.validate(params.query)
         context = self.context(request)
         key = None
-        if self.cache is not None:
+        if self.cache is not None and text is not None:
             key = self.cache.key(text, params.operation_name, params.variables, context.snapshot)
             if (cached := await self.cache.get(key)) is not None:
                 request.state.outcome = "ok"
@@ -216,12 +222,13 @@ class GraphQLEndpoint:
             status = 400 if "tokens" in error.message else None
             raise RequestError([error], status) from error
 
-    def _validate(self, query: str) -> str:
+    def _validate(self, query: str) -> str | None:
         """Check limits, then validate, once per distinct query (failures are not cached).
 
         Returns the document as graphql-core prints it (same meaning, same text), for
-        cache keys. Keyed by the query's text, whose hash Python keeps, rather than by
-        its document: a document hashes node by node, on every request.
+        cache keys, or None when its answer must not be cached because it reads one
+        of the ``uncacheable`` fields. Keyed by the query's text, whose hash Python
+        keeps, rather than by its document: a document hashes node by node.
         """
         document = self.parse(query)
         try:
@@ -231,6 +238,8 @@ class GraphQLEndpoint:
         errors = validate(self.schema, document, self.rules)
         if errors:
             raise RequestError(errors)
+        if _selects_any(document, self.uncacheable):
+            return None
         return print_ast(document)
 
     def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
@@ -238,6 +247,20 @@ class GraphQLEndpoint:
         if result.errors:
             payload["errors"] = [_mask(e, request_id) for e in result.errors]
         return payload
+
+
+def _selects_any(document: DocumentNode, names: frozenset[str]) -> bool:
+    """Whether any selection in ``document`` (fragments included) is one of ``names``."""
+    found = False
+
+    class Finder(Visitor):
+        def enter_field(self, node: FieldNode, *_: Any) -> None:
+            nonlocal found
+            found = found or node.name.value in names
+
+    if names:
+        visit(document, Finder())
+    return found
 
 
 def _mask(error: GraphQLError, request_id: str) -> GraphQLFormattedError:

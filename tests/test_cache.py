@@ -236,3 +236,23 @@ async def test_redis_going_away_degrades_to_uncached(
         await gateway.ask()
         await gateway.ask()
         assert not cache.stats.degraded
+
+
+async def test_source_status_is_never_answered_from_the_cache() -> None:
+    """syncStatus reads the source, not the snapshot: a relist that changes no object
+    (same generation) must still show in the next answer."""
+    import json
+
+    document = "{ syncStatus { relists } hypervisors { totalCount } }"
+    fragment = "{ ...S } fragment S on Query { status: syncStatus { relists } }"
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        first = json.loads(await gateway.ask(document))
+        gateway.source.status.relists += 1  # the informer relisted; the store did not change
+        second = json.loads(await gateway.ask(document))
+        assert second["data"]["syncStatus"]["relists"] == first["data"]["syncStatus"]["relists"] + 1
+        await gateway.ask(fragment)
+        gateway.source.status.relists += 1
+        assert json.loads(await gateway.ask(fragment))["data"]["status"]["relists"] == 2
+        assert gateway.cache.stats.stores == 0
+        await gateway.ask()  # other answers are still cached
+        assert gateway.cache.stats.stores == 1
