@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from typing import Any
 
-from gateway.bulk import collector_paused
+from gateway.bulk import collector_paused, settle
 from gateway.domain import ConsumerBooking, Hypervisor
 from gateway.parse import ParseError, parse_hypervisor
 
@@ -102,6 +102,10 @@ def _group(
 Listener = Callable[[Snapshot, list[Change]], None]
 
 
+#: Changed records after which the store takes the fleet out of the cyclic collector.
+_SETTLE_AFTER = 1000
+
+
 @dataclasses.dataclass(slots=True)
 class Prepared:
     """A parsed set of objects, ready to :meth:`Store.commit`."""
@@ -140,6 +144,8 @@ class Store:
         self.resource_version: str | None = None
         #: Objects the domain could not represent: name (or position) -> reason.
         self.rejected: dict[str, str] = {}
+        # Records created since the last bulk.settle().
+        self._unsettled = 0
         # Content fingerprints of the objects that have no resourceVersion.
         self._fingerprints: dict[str, str] = {}
 
@@ -267,6 +273,12 @@ class Store:
             return
         generation = self._snapshot.generation + 1
         self._snapshot = Snapshot(generation, hypervisors, self.resource_version)
+        # Freeze the fleet's records after a whole new set, and again once enough
+        # single changes have made new ones (see bulk.settle for why).
+        self._unsettled += len(changes)
+        if self._unsettled >= _SETTLE_AFTER:
+            settle()
+            self._unsettled = 0
         for listener in list(self._listeners):
             try:
                 listener(self._snapshot, changes)

@@ -388,3 +388,22 @@ class StoreMachine(RuleBasedStateMachine):
 
 StoreMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=30)
 test_store_matches_a_model = StoreMachine.TestCase
+
+
+def test_a_large_fleet_is_taken_out_of_the_cyclic_collector() -> None:
+    """After enough new records, they are frozen (gc.freeze), so full collections no
+    longer walk the fleet; a small change freezes nothing."""
+    import gc
+
+    gc.unfreeze()
+    store = Store()
+    store.replace([host(f"node-{n}", "1") for n in range(10)])
+    assert gc.get_freeze_count() == 0
+    store.replace([host(f"node-{n}", "1") for n in range(1200)])
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+    store.upsert(host("node-0", "2"))
+    # Nothing new was frozen, and the replaced record, frozen, was freed all the same.
+    assert gc.get_freeze_count() < frozen
+    assert store.snapshot.by_name["node-0"].resource_version == "2"
+    gc.unfreeze()
