@@ -34,7 +34,7 @@ from gateway.domain import (
     Trait,
     add_amounts,
 )
-from gateway.reader import Reader
+from gateway.reader import Reader, shared_string
 
 __all__ = ["ParseError", "parse_hypervisor"]
 
@@ -179,7 +179,12 @@ def _consumer(
     generation = body.get("consumerGeneration")
     if generation is not None and type(generation) is not int:
         generation = p.integer(generation, f"{path}.consumerGeneration")
-    strings = [p.label(body.get(k), f"{path}.{k}") for k in _CONSUMER_STRINGS]
+    strings: list[str | None] = []
+    for key in _CONSUMER_STRINGS:  # the hot loop: paths are spelled out only for a warning
+        text = body.get(key)
+        if text is not None and type(text) is not str:
+            text = p.string(text, f"{path}.{key}")
+        strings.append(None if text is None else shared_string(text))
     return ConsumerBooking(
         uuid=uuid,
         resources=resources,

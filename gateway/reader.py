@@ -15,7 +15,7 @@ from typing import Any
 
 from gateway.quantity import QuantityError, parse_number, parse_quantity
 
-__all__ = ["Reader"]
+__all__ = ["Reader", "shared_string"]
 
 
 class Reader:
@@ -93,11 +93,6 @@ class Reader:
                 self.warn(f"{path}.{name}", f"{error}; left out of all sums")
         return _shared(result)
 
-    def label(self, value: Any, path: str) -> str | None:
-        """A string that repeats across a fleet (a project, a type): one copy is kept."""
-        text = self.string(value, path)
-        return None if text is None else _intern(text)
-
     def ratios(self, value: Any, path: str) -> dict[str, Decimal]:
         """Overcommit ratios: plain numbers >= 1.0 (the CRD's CEL rule), not quantities."""
         result: dict[str, Decimal] = {}
@@ -129,7 +124,8 @@ def _shared(amounts: dict[str, Decimal]) -> Mapping[str, Decimal]:
     return shared
 
 
-def _intern(text: str) -> str:
+def shared_string(text: str) -> str:
+    """One copy of a string that repeats across a fleet (a project, a consumer type)."""
     shared = _STRINGS.get(text)
     if shared is None:
         shared = text
