@@ -340,11 +340,6 @@ def _cells(p: Reader, value: Any) -> tuple[Cell, ...]:
     return tuple(sorted(cells, key=lambda c: c.cell_id))
 
 
-def _lower(text: str) -> str:
-    """``text`` in lower case, without a new copy when it already is (most UUIDs)."""
-    return text if text.islower() or (not text.isupper() and text == text.lower()) else text.lower()
-
-
 def _drift(bookings: tuple[Booking, ...], instances: tuple[Instance, ...]) -> Drift:
     running = {i.id for i in instances}
     booked = {b.uuid for b in bookings if isinstance(b, ConsumerBooking)}
