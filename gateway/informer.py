@@ -18,6 +18,7 @@ itself and hides reconnects, which are exactly the events this module must see.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 import random
@@ -28,6 +29,7 @@ from typing import Any
 import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration, CustomObjectsApi
 
+from gateway.bulk import collector_paused
 from gateway.source import SyncStatus
 from gateway.store import Prepared, Store
 
@@ -37,6 +39,8 @@ log = logging.getLogger(__name__)
 
 GROUP, VERSION, PLURAL = "kvm.cloud.sap", "v1", "hypervisors"
 RESOURCE = f"{PLURAL}.{GROUP}"
+#: LIST pages fetched ahead of the parser.
+_AHEAD = 2
 
 
 class Backoff:
@@ -147,13 +151,29 @@ class HypervisorInformer:
         one point in time and the list's resourceVersion is a safe watch start.
         An expired token (410 mid-list) cannot be resumed consistently: start over.
 
-        Each page is parsed in a worker thread while the next one is fetched, and
-        its raw objects are dropped once parsed: the API server works while the
-        gateway parses, and only two pages of raw JSON objects (not the fleet's,
-        many times the records' size) are ever in memory at once.
+        Each page is parsed in a worker thread while the next ones are fetched:
+        the API server works while the gateway parses. At most ``_AHEAD`` pages of
+        raw JSON objects (many times their records' size) wait for the parser, so
+        memory stays bounded however large the fleet.
         """
+        # Decoding and parsing a fleet builds millions of objects and no cycles: with
+        # the collector running, its full passes over the growing heap would cost
+        # more than the decoding itself (see gateway.bulk).
+        with collector_paused():
+            prepared, resource_version, count = await self._fetch_all(api, store)
+        store.commit(prepared, resource_version)
+        store.mark_ready()
+        if self._lists:
+            self.status.relists += 1
+        self._lists += 1
+        self._resource_version = resource_version
+        self._connected(store)
+        self.status.confirm()
+        log.info("%s: listed %d objects at %s", RESOURCE, count, resource_version)
+
+    async def _fetch_all(self, api: Any, store: Store) -> tuple[Prepared, str, int]:
         prepared = Prepared({}, {}, {})
-        parsing: asyncio.Future[Prepared] | None = None
+        parsing: collections.deque[asyncio.Future[Prepared]] = collections.deque()
         token: str | None = None
         count = 0
         try:
@@ -169,29 +189,24 @@ class HypervisorInformer:
                 async with response:
                     body = await _read_json(response)
                 items = body.get("items") or []
-                if parsing is not None:
-                    prepared.absorb(await parsing)
-                parsing = asyncio.ensure_future(asyncio.to_thread(store.prepare, items, count))
-                count += len(items)
                 metadata = body.get("metadata") or {}
                 token = metadata.get("continue") or None
-                del body, items
+                del body
+                while len(parsing) >= _AHEAD:
+                    prepared.absorb(await parsing.popleft())
+                parsing.append(
+                    asyncio.ensure_future(asyncio.to_thread(store.prepare, items, count))
+                )
+                count += len(items)
+                del items
                 if token is None:
                     break
-            prepared.absorb(await parsing)
+            while parsing:
+                prepared.absorb(await parsing.popleft())
         finally:
-            if parsing is not None and not parsing.done():
-                parsing.cancel()
-        resource_version = str(metadata["resourceVersion"])
-        store.commit(prepared, resource_version)
-        store.mark_ready()
-        if self._lists:
-            self.status.relists += 1
-        self._lists += 1
-        self._resource_version = resource_version
-        self._connected(store)
-        self.status.confirm()
-        log.info("%s: listed %d objects at %s", RESOURCE, count, resource_version)
+            for future in parsing:
+                future.cancel()
+        return prepared, str(metadata["resourceVersion"]), count
 
     # -- WATCH ---------------------------------------------------------------------
 

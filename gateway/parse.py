@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -34,6 +34,7 @@ from gateway.domain import (
     Trait,
     add_amounts,
 )
+from gateway.quantity import CONTEXT
 from gateway.reader import Reader, shared_string
 
 __all__ = ["ParseError", "parse_hypervisor"]
@@ -67,15 +68,15 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     effective = p.amounts(status.get("effectiveCapacity"), "status.effectiveCapacity")
     allocation = p.amounts(status.get("allocation"), "status.allocation")
     conditions = _conditions(p, status.get("conditions"))
-    instances = _instances(p, status.get("instances"))
+    instances = _instances(p, status.get("instances"), _consumer_uuids(bookings))
     ready = next((c for c in conditions if c.type == "Ready"), None)
     traits, aggregates = _memberships(p, spec, status)
 
     resources = capacity.compute_resources(
         physical=physical,
         overcommit=overcommit,
-        reserved=add_amounts(b.resources for b in bookings if isinstance(b, ReservationBooking)),
-        booked=add_amounts(b.resources for b in bookings if isinstance(b, ConsumerBooking)),
+        reserved=_total(b for b in bookings if isinstance(b, ReservationBooking)),
+        booked=_total(b for b in bookings if isinstance(b, ConsumerBooking)),
         allocated=allocation,
         effective=effective,
     )
@@ -114,8 +115,8 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
         hypervisor_id=p.string(status.get("hypervisorId"), "status.hypervisorId"),
         service_id=p.string(status.get("serviceId"), "status.serviceId"),
         internal_ip=p.string(status.get("internalIp"), "status.internalIp"),
-        hypervisor_version=p.string(status.get("hypervisorVersion"), "status.hypervisorVersion"),
-        libvirt_version=p.string(status.get("libVirtVersion"), "status.libVirtVersion"),
+        hypervisor_version=p.shared(status.get("hypervisorVersion"), "status.hypervisorVersion"),
+        libvirt_version=p.shared(status.get("libVirtVersion"), "status.libVirtVersion"),
         operating_system=_operating_system(p, status.get("operatingSystem")),
         resources=resources,
         drift=drift,
@@ -131,7 +132,8 @@ def _bookings(p: Reader, value: Any, hypervisor: str) -> tuple[Booking, ...]:
     seen_consumers: set[str] = set()
     seen_reservations: set[str] = set()
     for i, entry in enumerate(p.items(value, "spec.bookings")):
-        entry = p.mapping(entry, f"spec.bookings[{i}]")
+        if type(entry) is not dict:
+            entry = p.mapping(entry, f"spec.bookings[{i}]")
         consumer, reservation = entry.get("consumer"), entry.get("reservation")
         if (consumer is None) == (reservation is None):
             p.warn(
@@ -139,10 +141,11 @@ def _bookings(p: Reader, value: Any, hypervisor: str) -> tuple[Booking, ...]:
                 "must set exactly one of consumer or reservation; booking ignored",
             )
             continue
-        kind = "consumer" if consumer is not None else "reservation"
-        path = f"spec.bookings[{i}].{kind}"
-        body = p.mapping(consumer if consumer is not None else reservation, path)
-        resources = p.amounts(body.get("resources"), f"{path}.resources")
+        path = f"spec.bookings[{i}].{'consumer' if consumer is not None else 'reservation'}"
+        body = consumer if consumer is not None else reservation
+        if type(body) is not dict:
+            body = p.mapping(body, path)
+        resources = p.amounts(body.get("resources"), path + ".resources")
         booking = (
             _consumer(p, body, path, hypervisor, resources, seen_consumers)
             if consumer is not None
@@ -155,9 +158,6 @@ def _bookings(p: Reader, value: Any, hypervisor: str) -> tuple[Booking, ...]:
             if amount < 0:
                 p.warn(f"{path}.resources.{resource}", f"negative amount {amount}")
     return tuple(bookings)
-
-
-_CONSUMER_STRINGS = ("consumerType", "projectID", "userID")
 
 
 def _consumer(
@@ -179,21 +179,23 @@ def _consumer(
     generation = body.get("consumerGeneration")
     if generation is not None and type(generation) is not int:
         generation = p.integer(generation, f"{path}.consumerGeneration")
-    strings: list[str | None] = []
-    for key in _CONSUMER_STRINGS:  # the hot loop: paths are spelled out only for a warning
-        text = body.get(key)
-        if text is not None and type(text) is not str:
-            text = p.string(text, f"{path}.{key}")
-        strings.append(None if text is None else shared_string(text))
     return ConsumerBooking(
         uuid=uuid,
         resources=resources,
         consumer_generation=generation,
-        consumer_type=strings[0],
-        project_id=strings[1],
-        user_id=strings[2],
+        consumer_type=_shared_field(p, body, "consumerType", path),
+        project_id=_shared_field(p, body, "projectID", path),
+        user_id=_shared_field(p, body, "userID", path),
         hypervisor=hypervisor,
     )
+
+
+def _shared_field(p: Reader, body: Mapping[str, Any], key: str, path: str) -> str | None:
+    """An optional string field that repeats across bookings (a project, a user)."""
+    text = body.get(key)
+    if type(text) is str:
+        return shared_string(text)
+    return None if text is None else p.shared(text, f"{path}.{key}")
 
 
 def _reservation(
@@ -214,6 +216,24 @@ def _reservation(
     return ReservationBooking(name=name, resources=resources, hypervisor=hypervisor)
 
 
+def _total(bookings: Iterable[Booking]) -> dict[str, Decimal]:
+    """The bookings' resources added up: each distinct map once, times its count.
+
+    Bookings of one flavor share one resource map (see :meth:`Reader.amounts`),
+    so a host's few dozen bookings hold only a handful of distinct maps.
+    """
+    counts: dict[int, int] = {}
+    maps: dict[int, Mapping[str, Decimal]] = {}
+    for booking in bookings:
+        key = id(booking.resources)
+        counts[key] = counts.get(key, 0) + 1
+        maps[key] = booking.resources
+    return add_amounts(
+        {name: CONTEXT.multiply(amount, counts[key]) for name, amount in resources.items()}
+        for key, resources in maps.items()
+    )
+
+
 def _memberships(
     p: Reader, spec: Mapping[str, Any], status: Mapping[str, Any]
 ) -> tuple[tuple[Trait, ...], tuple[Aggregate, ...]]:
@@ -227,7 +247,7 @@ def _memberships(
         if len(kinds) != 1:
             p.warn(path, "must set exactly one of trait or aggregate; group ignored")
         elif kinds[0] == "trait":
-            name = p.string(
+            name = p.shared(
                 p.mapping(entry["trait"], f"{path}.trait").get("name"), f"{path}.trait.name"
             )
             if name:
@@ -237,11 +257,15 @@ def _memberships(
                 _aggregate(p, entry["aggregate"], Source.SPEC_GROUPS, f"{path}.aggregate")
             )
     traits += [
-        Trait(n, Source.SPEC) for n in p.strings(spec.get("customTraits"), "spec.customTraits")
+        Trait(shared_string(n), Source.SPEC)
+        for n in p.strings(spec.get("customTraits"), "spec.customTraits")
     ]
-    traits += [Trait(n, Source.STATUS) for n in p.strings(status.get("traits"), "status.traits")]
+    traits += [
+        Trait(shared_string(n), Source.STATUS)
+        for n in p.strings(status.get("traits"), "status.traits")
+    ]
     aggregates += [
-        Aggregate(n, None, {}, Source.SPEC)
+        Aggregate(shared_string(n), None, {}, Source.SPEC)
         for n in p.strings(spec.get("aggregates"), "spec.aggregates")
     ]
     aggregates += [
@@ -253,13 +277,13 @@ def _memberships(
 
 def _aggregate(p: Reader, value: Any, source: Source, path: str) -> Aggregate | None:
     body = p.mapping(value, path)
-    name = p.string(body.get("name"), f"{path}.name")
+    name = p.shared(body.get("name"), f"{path}.name")
     if not name:
         p.warn(path, "aggregate has no name; ignored")
         return None
     return Aggregate(
         name=name,
-        uuid=p.string(body.get("uuid"), f"{path}.uuid"),
+        uuid=p.shared(body.get("uuid"), f"{path}.uuid"),
         metadata=p.string_map(body.get("metadata"), f"{path}.metadata"),
         source=source,
     )
@@ -276,11 +300,11 @@ def _conditions(p: Reader, value: Any) -> tuple[Condition, ...]:
             continue
         conditions.append(
             Condition(
-                type=kind,
-                status=status,
-                reason=p.string(body.get("reason"), f"{path}.reason"),
-                message=p.string(body.get("message"), f"{path}.message"),
-                last_transition_time=p.string(
+                type=shared_string(kind),
+                status=shared_string(status),
+                reason=p.shared(body.get("reason"), f"{path}.reason"),
+                message=p.shared(body.get("message"), f"{path}.message"),
+                last_transition_time=p.shared(
                     body.get("lastTransitionTime"), f"{path}.lastTransitionTime"
                 ),
             )
@@ -288,26 +312,30 @@ def _conditions(p: Reader, value: Any) -> tuple[Condition, ...]:
     return tuple(conditions)
 
 
-def _instances(p: Reader, value: Any) -> tuple[Instance, ...]:
+def _consumer_uuids(bookings: tuple[Booking, ...]) -> dict[str, str]:
+    return {b.uuid: b.uuid for b in bookings if isinstance(b, ConsumerBooking)}
+
+
+def _instances(p: Reader, value: Any, booked: Mapping[str, str]) -> tuple[Instance, ...]:
+    """Running instances; an id that is also a booked consumer's shares its string."""
     instances = []
     for i, entry in enumerate(p.items(value, "status.instances")):
-        path = f"status.instances[{i}]"
-        body = p.mapping(entry, path)
-        ident = body.get("id")
-        if not isinstance(ident, str) or not ident:
-            p.warn(path, "instance without id; ignored")
+        # As hot as the bookings' loop: paths are spelled out only for a warning.
+        body = entry if type(entry) is dict else p.mapping(entry, f"status.instances[{i}]")
+        ident, name, active = body.get("id"), body.get("name"), body.get("active")
+        if type(ident) is not str or not ident:
+            p.warn(f"status.instances[{i}]", "instance without id; ignored")
             continue
-        instances.append(
-            Instance(
-                id=ident.lower(),
-                name=p.string(body.get("name"), f"{path}.name") or "",
-                active=bool(p.boolean(body.get("active"), f"{path}.active")),
-            )
-        )
+        if name is not None and type(name) is not str:
+            name = p.string(name, f"status.instances[{i}].name")
+        if type(active) is not bool:
+            active = bool(p.boolean(active, f"status.instances[{i}].active"))
+        ident = ident.lower()
+        instances.append(Instance(id=booked.get(ident, ident), name=name or "", active=active))
     return tuple(instances)
 
 
-def _operating_system(p: Reader, value: Any) -> dict[str, str]:
+def _operating_system(p: Reader, value: Any) -> Mapping[str, str]:
     """status.operatingSystem as strings; its one list (gardenLinuxFeatures) comma-joined."""
     path = "status.operatingSystem"
     facts = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from gateway.quantity import QuantityError, parse_number, parse_quantity
 
@@ -51,21 +51,27 @@ class Reader:
         self.warn(path, f"expected a string, got {type(value).__name__}; ignored")
         return None
 
+    def shared(self, value: Any, path: str) -> str | None:
+        """A string that repeats across a fleet (a reason, a zone): one copy is kept."""
+        text = self.string(value, path)
+        return None if text is None else shared_string(text)
+
     def strings(self, value: Any, path: str) -> tuple[str, ...]:
         items = (self.string(v, f"{path}[{i}]") for i, v in enumerate(self.items(value, path)))
         return tuple(s for s in items if s is not None)
 
-    def string_map(self, value: Any, path: str) -> dict[str, str]:
+    def string_map(self, value: Any, path: str) -> Mapping[str, str]:
         """A map of strings (labels, metadata); other values are warned about and left out.
 
-        ``str()`` would turn a YAML ``null`` into the label value ``"None"``.
+        ``str()`` would turn a YAML ``null`` into the label value ``"None"``. Keys
+        and values are shared: hosts carry the same labels and facts, by and large.
         """
         result: dict[str, str] = {}
         for key, item in self.mapping(value, path).items():
-            text = self.string(item, f"{path}.{key}")
+            text = self.shared(item, f"{path}.{key}")
             if text is not None:
-                result[str(key)] = text
-        return result
+                result[shared_string(str(key))] = text
+        return _shared(result)
 
     def boolean(self, value: Any, path: str) -> bool | None:
         if value is None or isinstance(value, bool):
@@ -85,13 +91,31 @@ class Reader:
         Bookings of one flavor carry the same map: equal maps are shared (records
         never change them), which saves most of a large fleet's memory for them.
         """
+        mapping = self.mapping(value, path)
+        try:
+            key = tuple(mapping.items())
+            known = _READ.get(key)
+        except TypeError:  # an unhashable value (a list, say): not a quantity either
+            key, known = None, None
+        if known is not None:
+            return known
         result: dict[str, Decimal] = {}
-        for name, raw in self.mapping(value, path).items():
+        for name, raw in mapping.items():
             try:
                 result[str(name)] = parse_quantity(raw)
             except QuantityError as error:
                 self.warn(f"{path}.{name}", f"{error}; left out of all sums")
-        return _shared(result)
+        shared = _shared(result)
+        # Only maps of strings that read cleanly are remembered by their spelling:
+        # a key with True in it can then never find the entry of one with 1.
+        if (
+            key is not None
+            and len(shared) == len(mapping)
+            and len(_READ) < _SHARED_LIMIT
+            and all(type(raw) is str for _, raw in key)
+        ):
+            _READ[key] = shared
+        return shared
 
     def ratios(self, value: Any, path: str) -> dict[str, Decimal]:
         """Overcommit ratios: plain numbers >= 1.0 (the CRD's CEL rule), not quantities."""
@@ -109,16 +133,20 @@ class Reader:
         return result
 
 
-_MAPS: dict[tuple[tuple[str, Decimal], ...], Mapping[str, Decimal]] = {}
+_MAPS: dict[tuple[tuple[str, Any], ...], Mapping[str, Any]] = {}
+#: Resource maps as spelled in objects -> their parsed (shared) maps.
+_READ: dict[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = {}
 _STRINGS: dict[str, str] = {}
 _SHARED_LIMIT = 100_000
+_V = TypeVar("_V")
 
 
-def _shared(amounts: dict[str, Decimal]) -> Mapping[str, Decimal]:
-    key = tuple(amounts.items())
+def _shared(mapping: dict[str, _V]) -> Mapping[str, _V]:
+    """One copy of equal maps (never changed once read), the first ``_SHARED_LIMIT`` kinds."""
+    key = tuple(mapping.items())
     shared = _MAPS.get(key)
     if shared is None:
-        shared = amounts
+        shared = mapping
         if len(_MAPS) < _SHARED_LIMIT:
             _MAPS[key] = shared
     return shared

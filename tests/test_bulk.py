@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from gateway.bulk import collector_paused
+from gateway.bulk import collector_paused, settle
 
 
 def test_collector_is_paused_inside_and_restored_after() -> None:
@@ -30,3 +30,13 @@ def test_a_collector_disabled_by_the_caller_stays_disabled() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_settle_freezes_what_is_alive_and_keeps_collecting_new_objects() -> None:
+    gc.unfreeze()
+    try:
+        settle()
+        assert gc.get_freeze_count() > 0
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()

@@ -8,6 +8,7 @@ that matters to a client of the gateway.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import os
@@ -148,6 +149,7 @@ async def test_list_larger_than_a_page_is_loaded_completely(
     _, store = await start_informer(cluster, page_size=500)
     await eventually(lambda: store.ready, 30)
     assert len(store.snapshot) == count
+    assert gc.isenabled()  # paused while the pages were decoded and parsed, and only then
     await assert_converges(store, api, within=10)
     await api.delete_all()
 

@@ -717,3 +717,47 @@ def test_aggregate_metadata_keeps_only_strings() -> None:
     assert h.warnings == (
         "spec.groups[0].aggregate.metadata.i: expected a string, got int; ignored",
     )
+
+
+# Sharing: a fleet repeats itself, and its records share what repeats.
+
+
+def test_an_instance_id_is_the_string_of_its_consumers_booking() -> None:
+    h = parse(full_object())
+    booked, unbooked = h.instances
+    assert booked.id is h.consumers[0].uuid
+    assert unbooked.id == uuid_of(9)
+
+
+def test_equal_values_on_two_hosts_are_one_object() -> None:
+    one, two = parse(full_object()), parse(full_object())
+    assert one is not two
+    assert one.labels is two.labels
+    assert one.operating_system is two.operating_system
+    assert one.conditions[1].reason is two.conditions[1].reason
+    assert one.aggregates[0].name is two.aggregates[0].name
+    assert one.consumers[0].resources is two.consumers[0].resources
+
+
+@pytest.mark.parametrize("spelling", [1, True, "1", 1.0])
+def test_a_remembered_resource_map_is_found_by_equal_strings_only(spelling: Any) -> None:
+    parse(hypervisor(spec={"bookings": [consumer(uuid_of(1), {"cpu": "1"})]}))
+    h = parse(hypervisor(spec={"bookings": [consumer(uuid_of(2), {"cpu": spelling})]}))
+    if spelling is True:
+        assert h.consumers[0].resources == {}
+        assert h.warnings and "spec.bookings[0].consumer.resources.cpu" in h.warnings[0]
+    else:
+        assert h.consumers[0].resources == {"cpu": 1}
+        assert h.warnings == ()
+
+
+def test_booked_and_reserved_add_every_booking_exactly() -> None:
+    small, large = {"cpu": "500m", "memory": "1.5Gi"}, {"cpu": 7, "memory": "3Gi"}
+    entries = [consumer(uuid_of(i), small if i % 3 else large) for i in range(30)]
+    entries += [reservation(f"r{i}", small) for i in range(4)]
+    h = parse(hypervisor(spec={"bookings": entries}, status={"capacity": {"cpu": 512}}))
+    larges = len(range(0, 30, 3))
+    assert h.resources["cpu"].booked == Decimal("0.5") * (30 - larges) + 7 * larges
+    assert h.resources["memory"].booked == Decimal("1.5") * GiB * (30 - larges) + 3 * GiB * larges
+    assert h.resources["cpu"].reserved == 2
+    assert h.resources["memory"].reserved == 6 * GiB
