@@ -7,18 +7,21 @@ server could not even start to execute (bad JSON, bad parameters, a document tha
 does not parse or validate, variables that do not coerce), 200 once execution ran.
 With ``application/json`` every well-formed request gets 200, as the spec asks.
 
-Documents are parsed and validated once and kept in a bounded cache, and
-execution runs in a worker thread so that one large query never stalls the event
-loop (health probes, other clients).
+What a request's bytes decide (its parameters, document, operation and cache
+digest) is worked out once per distinct request and kept in a bounded cache, as
+are parsed and validated documents: a repeated request goes from its bytes to its
+cached answer with a few lookups. Execution runs in a worker thread so that one
+large query never stalls the event loop (health probes, other clients).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import logging
-import uuid
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +34,7 @@ from graphql import (
     GraphQLError,
     GraphQLFormattedError,
     GraphQLSchema,
+    OperationDefinitionNode,
     OperationType,
     execute,
     get_operation_ast,
@@ -45,7 +49,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
-from gateway.cache import ResponseCache
+from gateway.cache import ResponseCache, digest
 from gateway.context import Context
 from gateway.limits import LimitError, Limits, check_document
 from gateway.pages import graphiql_html
@@ -56,13 +60,34 @@ from gateway.request import (
     Params,
     RequestError,
     negotiate,
-    read_params,
+    params_of,
+    read_payload,
     wants_graphiql,
 )
 
 __all__ = ["GraphQLEndpoint"]
 
 log = logging.getLogger(__name__)
+
+#: Payloads up to this size are remembered with what they decide; dashboards' are under 2 KiB.
+MEMO_PAYLOAD_BYTES = 8192
+
+
+@dataclasses.dataclass(slots=True, eq=False)
+class Prepared:
+    """What a request's method and payload decide, before any check of its document."""
+
+    params: Params
+    document: DocumentNode
+    operation: OperationDefinitionNode
+    _digest: str | None = dataclasses.field(default=None, init=False)
+
+    def digest(self, text: str) -> str:
+        """The request's cache digest, ``text`` being its document as validation printed it."""
+        if self._digest is None:
+            params = self.params
+            self._digest = digest(text, params.operation_name, params.variables)
+        return self._digest
 
 
 class GraphQLEndpoint:
@@ -92,18 +117,19 @@ class GraphQLEndpoint:
         self.graphiql = graphiql
         self.parse = functools.lru_cache(maxsize=document_cache_size)(self._parse)
         self.validate = functools.lru_cache(maxsize=document_cache_size)(self._validate)
+        self._remembered = functools.lru_cache(maxsize=document_cache_size)(self._prepare)
         self.running = 0
 
     async def handle(self, request: Request) -> Response:
-        request_id = uuid.uuid4().hex[:16]
+        request_id = os.urandom(8).hex()
         media_type = JSON
         try:
             if self.graphiql and wants_graphiql(request):
                 return HTMLResponse(graphiql_html())
             media_type = negotiate(request.headers.get("accept"))
             await self._authorize(request)
-            params = await read_params(request, self.limits)
-            response = await self._run(request, params, media_type, request_id)
+            prepared = self.prepare(request.method, await read_payload(request, self.limits))
+            response = await self._run(request, prepared, media_type, request_id)
         except HttpError as error:
             request.state.outcome = "rejected"
             response = _error_response(error, media_type)
@@ -125,15 +151,26 @@ class GraphQLEndpoint:
             raise HttpError(503, verdict.reason, {"retry-after": "5"}, "UNAVAILABLE")
         request.state.user = verdict.user
 
-    async def _run(
-        self, request: Request, params: Params, media_type: str, request_id: str
-    ) -> Response:
+    def prepare(self, method: str, payload: bytes) -> Prepared:
+        """What the request decides; remembered unless its payload is large."""
+        if len(payload) > MEMO_PAYLOAD_BYTES:
+            return self._prepare(method, payload)
+        return self._remembered(method, payload)
+
+    def _prepare(self, method: str, payload: bytes) -> Prepared:
+        params = params_of(method, payload)
         document = self.parse(params.query)
         operation = get_operation_ast(document, params.operation_name)
         if operation is None:
             name = params.operation_name
             message = f"unknown operation {name!r}" if name else "operationName is required"
             raise RequestError([GraphQLError(message)])
+        return Prepared(params, document, operation)
+
+    async def _run(
+        self, request: Request, prepared: Prepared, media_type: str, request_id: str
+    ) -> Response:
+        params, operation = prepared.params, prepared.operation
         request.state.operation = operation.name.value if operation.name else None
         if operation.operation is not OperationType.QUERY:
             if request.method == "GET":
@@ -150,11 +187,11 @@ class GraphQLEndpoint:
         context = self.context(request)
         key = None
         if self.cache is not None and text is not None:
-            key = self.cache.key(text, params.operation_name, params.variables, context.snapshot)
+            key = self.cache.key(prepared.digest(text), context.snapshot)
             if (cached := await self.cache.get(key)) is not None:
                 request.state.outcome = "ok"
                 return _response(cached, 200, media_type)
-        result = await self._run_limited(document, context, params)
+        result = await self._run_limited(prepared.document, context, params)
         if result.errors and result.data is None and all(e.path is None for e in result.errors):
             # No path: variable coercion failed, nothing was executed.
             raise RequestError(result.errors)

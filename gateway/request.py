@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from graphql import GraphQLError
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
 from gateway.limits import Limits
@@ -26,7 +28,8 @@ __all__ = [
     "Params",
     "RequestError",
     "negotiate",
-    "read_params",
+    "params_of",
+    "read_payload",
     "wants_graphiql",
 ]
 
@@ -70,27 +73,42 @@ class Params:
     variables: dict[str, Any] | None
 
 
-async def read_params(request: Request, limits: Limits) -> Params:
-    """The request's GraphQL parameters, from the query string (GET) or the JSON body (POST)."""
+async def read_payload(request: Request, limits: Limits) -> bytes:
+    """What carries the GraphQL parameters: the query string (GET) or the JSON body (POST).
+
+    Everything a request's parameters depend on is its method and this payload, so
+    the two identify a request for :func:`params_of` and whatever follows from it.
+    """
     if request.method == "GET":
-        return _params_from_query(request.query_params)
+        return bytes(request.scope["query_string"])
     if request.method != "POST":
         raise HttpError(405, f"{request.method} is not allowed", {"allow": "GET, POST"})
     _check_content_type(request.headers.get("content-type"))
     body = await _read_body(request, limits.max_body_bytes, limits.max_body_seconds)
     if not body:
         raise HttpError(400, "a POST request needs a JSON body")
+    return body
+
+
+def params_of(method: str, payload: bytes) -> Params:
+    """The GraphQL parameters in a payload read by :func:`read_payload`."""
+    if method == "GET":
+        return _params_from_query(QueryParams(payload))
     try:
-        payload = json.loads(body)
+        parsed = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as error:
         raise RequestError([GraphQLError(f"body is not valid JSON: {error}")]) from error
-    if not isinstance(payload, dict):
+    if not isinstance(parsed, dict):
         raise RequestError([GraphQLError("body must be a JSON object (batching is not supported)")])
-    return _params_from(payload)
+    return _params_from(parsed)
 
 
+@functools.lru_cache(maxsize=64)
 def negotiate(accept: str | None) -> str:
-    """Pick the response media type from the Accept header (spec, section 'Accept')."""
+    """Pick the response media type from the Accept header (spec, section 'Accept').
+
+    Remembered for the last few headers: clients send the same one with every request.
+    """
     if not accept:
         return JSON
     quality: dict[str, float] = {}
