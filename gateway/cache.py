@@ -65,6 +65,24 @@ class BoundedMemoryCache(SimpleMemoryCache):  # type: ignore[misc]
         self.max_entries = max_entries
         self._cache: OrderedDict[str, object] = OrderedDict()
 
+    async def get(
+        self,
+        key: str,
+        default: Any = None,
+        loads_fn: Any = None,
+        namespace: str | None = None,
+        _conn: Any = None,
+    ) -> Any:
+        """aiocache's get, without the layers it wraps around every call.
+
+        Those are an environment lookup (AIOCACHE_DISABLE), a timeout, plugin hooks
+        and a debug log line: 3 us per call, as much as the rest of a cached answer's
+        lookup. This cache has no timeout, and no plugins (any given would be skipped).
+        """
+        value = await self._get(self.build_key(key, namespace=namespace))
+        value = (loads_fn or self.serializer.loads)(value)
+        return default if value is None else value
+
     async def _get(self, key: str, encoding: str | None = "utf-8", _conn: Any = None) -> Any:
         value = self._cache.get(key)
         if value is not None:
