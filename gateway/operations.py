@@ -44,7 +44,11 @@ MEMO_PAYLOAD_BYTES = 8192
 
 @dataclasses.dataclass(slots=True, eq=False)
 class Prepared:
-    """What a request's method and payload decide, before any check of its document."""
+    """What a request's method and payload decide, before any check of its document.
+
+    One instance serves every request with the same bytes: nothing may change it
+    (its digest is filled in once).
+    """
 
     params: Params
     document: DocumentNode
