@@ -69,6 +69,9 @@ class RequestObserver:
 
 def _log(scope: Scope, state: dict[str, Any], response: dict[str, Any], seconds: float) -> None:
     path = scope["path"]
+    level = logging.DEBUG if path in QUIET_PATHS or path.startswith(QUIET_PREFIX) else logging.INFO
+    if not log.isEnabledFor(level):
+        return
     fields = {
         "method": scope["method"],
         "path": path,
@@ -78,10 +81,9 @@ def _log(scope: Scope, state: dict[str, Any], response: dict[str, Any], seconds:
         "duration_ms": round(seconds * 1000, 2),
         "request_id": response["request_id"],
     }
-    quiet = path in QUIET_PATHS or path.startswith(QUIET_PREFIX)
     extra = {key: value for key, value in fields.items() if value is not None}
     log.log(
-        logging.DEBUG if quiet else logging.INFO,
+        level,
         "%s %s %s",
         scope["method"],
         path,

@@ -113,7 +113,7 @@ def create_app(
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
     app = Starlette(
         routes=[
-            Route("/graphql", endpoint.handle, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            Route("/graphql", endpoint, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             WebSocketRoute("/graphql", subscriptions),
             Route("/healthz", healthz),
             Route("/readyz", readyz),

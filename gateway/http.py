@@ -7,47 +7,39 @@ server could not even start to execute (bad JSON, bad parameters, a document tha
 does not parse or validate, variables that do not coerce), 200 once execution ran.
 With ``application/json`` every well-formed request gets 200, as the spec asks.
 
-Documents are parsed and validated once and kept in a bounded cache, and
-execution runs in a worker thread so that one large query never stalls the event
-loop (health probes, other clients).
+Requests are worked out once per distinct payload and document (gateway.operations),
+and execution runs in a worker thread so that one large query never stalls the
+event loop (health probes, other clients).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-import uuid
+import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio.to_thread
 from graphql import (
     ASTValidationRule,
     DocumentNode,
     ExecutionResult,
-    FieldNode,
     GraphQLError,
     GraphQLFormattedError,
     GraphQLSchema,
     OperationType,
     execute,
-    get_operation_ast,
-    parse,
-    print_ast,
-    specified_rules,
-    validate,
-    visit,
 )
-from graphql.language import Visitor
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.cache import ResponseCache
 from gateway.context import Context
-from gateway.limits import LimitError, Limits, check_document
+from gateway.limits import LimitError, Limits
+from gateway.operations import Operations, Prepared
 from gateway.pages import graphiql_html
 from gateway.request import (
     GRAPHQL_RESPONSE,
@@ -56,13 +48,22 @@ from gateway.request import (
     Params,
     RequestError,
     negotiate,
-    read_params,
+    read_payload,
     wants_graphiql,
 )
 
 __all__ = ["GraphQLEndpoint"]
 
 log = logging.getLogger(__name__)
+
+
+class Answer(NamedTuple):
+    """A response: its status, UTF-8 body, media type, and headers beyond the usual."""
+
+    status: int
+    body: bytes
+    media_type: str
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 class GraphQLEndpoint:
@@ -82,37 +83,51 @@ class GraphQLEndpoint:
         uncacheable: frozenset[str] = frozenset(),
     ) -> None:
         self.schema = schema
+        self.operations = Operations(
+            schema,
+            limits,
+            validation_rules=validation_rules,
+            uncacheable=uncacheable,
+            cache_size=document_cache_size,
+        )
         self.authorizer = authorizer or AllowAll()
-        #: Fields whose answers are not a function of the store snapshot alone.
-        self.uncacheable = uncacheable
         self.cache = cache
         self.context = context
         self.limits = limits
-        self.rules = (*specified_rules, *validation_rules)
         self.graphiql = graphiql
-        self.parse = functools.lru_cache(maxsize=document_cache_size)(self._parse)
-        self.validate = functools.lru_cache(maxsize=document_cache_size)(self._validate)
         self.running = 0
 
-    async def handle(self, request: Request) -> Response:
-        request_id = uuid.uuid4().hex[:16]
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI: every answer goes out as two messages, with no Response object to build."""
+        request = Request(scope, receive)
+        request_id = os.urandom(8).hex()
+        answer = await self._answer(request, request_id)
+        headers = [
+            (b"content-length", b"%d" % len(answer.body)),
+            (b"content-type", f"{answer.media_type}; charset=utf-8".encode()),
+            (b"x-request-id", request_id.encode()),
+            *((name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers),
+        ]
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        await send({"type": "http.response.body", "body": answer.body})
+
+    async def _answer(self, request: Request, request_id: str) -> Answer:
         media_type = JSON
         try:
             if self.graphiql and wants_graphiql(request):
-                return HTMLResponse(graphiql_html())
+                return Answer(200, graphiql_html().encode(), "text/html")
             media_type = negotiate(request.headers.get("accept"))
             await self._authorize(request)
-            params = await read_params(request, self.limits)
-            response = await self._run(request, params, media_type, request_id)
+            payload = await read_payload(request, self.limits)
+            prepared = self.operations.prepare(request.method, payload)
+            return await self._run(request, prepared, media_type, request_id)
         except HttpError as error:
             request.state.outcome = "rejected"
-            response = _error_response(error, media_type)
+            return _refusal(error, media_type)
         except RequestError as error:
             request.state.outcome = "rejected"
             status = error.status or (400 if media_type == GRAPHQL_RESPONSE else 200)
-            response = _json({"errors": [e.formatted for e in error.errors]}, status, media_type)
-        response.headers["x-request-id"] = request_id
-        return response
+            return _json({"errors": [e.formatted for e in error.errors]}, status, media_type)
 
     async def _authorize(self, request: Request) -> None:
         verdict = await self.authorizer.check(bearer_token(request.headers.get("authorization")))
@@ -126,15 +141,10 @@ class GraphQLEndpoint:
         request.state.user = verdict.user
 
     async def _run(
-        self, request: Request, params: Params, media_type: str, request_id: str
-    ) -> Response:
-        document = self.parse(params.query)
-        operation = get_operation_ast(document, params.operation_name)
-        if operation is None:
-            name = params.operation_name
-            message = f"unknown operation {name!r}" if name else "operationName is required"
-            raise RequestError([GraphQLError(message)])
-        request.state.operation = operation.name.value if operation.name else None
+        self, request: Request, prepared: Prepared, media_type: str, request_id: str
+    ) -> Answer:
+        params, operation = prepared.params, prepared.operation
+        request.state.operation = prepared.name
         if operation.operation is not OperationType.QUERY:
             if request.method == "GET":
                 raise HttpError(405, "only queries can be sent with GET", {"allow": "POST"})
@@ -146,15 +156,15 @@ class GraphQLEndpoint:
                     )
                 ]
             )
-        text = self.validate(params.query)
+        text = self.operations.validate(params.query)
         context = self.context(request)
         key = None
         if self.cache is not None and text is not None:
-            key = self.cache.key(text, params.operation_name, params.variables, context.snapshot)
+            key = self.cache.key(prepared.digest(text), context.snapshot)
             if (cached := await self.cache.get(key)) is not None:
                 request.state.outcome = "ok"
-                return _response(cached, 200, media_type)
-        result = await self._run_limited(document, context, params)
+                return Answer(200, cached, media_type)
+        result = await self._run_limited(prepared.document, context, params)
         if result.errors and result.data is None and all(e.path is None for e in result.errors):
             # No path: variable coercion failed, nothing was executed.
             raise RequestError(result.errors)
@@ -162,7 +172,7 @@ class GraphQLEndpoint:
         body = _encode(self._format(result, request_id))
         if self.cache is not None and key is not None and not result.errors:
             await self.cache.set(key, body)
-        return _response(body, 200, media_type)
+        return Answer(200, body, media_type)
 
     async def _run_limited(
         self, document: DocumentNode, context: Context, params: Params
@@ -214,53 +224,11 @@ class GraphQLEndpoint:
         assert isinstance(result, ExecutionResult), "resolvers are synchronous"
         return result
 
-    def _parse(self, query: str) -> DocumentNode:
-        """Parse once per distinct document (cached; failures are not)."""
-        try:
-            return parse(query, max_tokens=self.limits.max_tokens)
-        except GraphQLError as error:
-            status = 400 if "tokens" in error.message else None
-            raise RequestError([error], status) from error
-
-    def _validate(self, query: str) -> str | None:
-        """Check limits, then validate, once per distinct query (failures are not cached).
-
-        Returns the document as graphql-core prints it (same meaning, same text), for
-        cache keys, or None when its answer must not be cached because it reads one
-        of the ``uncacheable`` fields. Keyed by the query's text, whose hash Python
-        keeps, rather than by its document: a document hashes node by node.
-        """
-        document = self.parse(query)
-        try:
-            check_document(document, self.limits)
-        except LimitError as error:
-            raise RequestError([error], status=400) from error
-        errors = validate(self.schema, document, self.rules)
-        if errors:
-            raise RequestError(errors)
-        if _selects_any(document, self.uncacheable):
-            return None
-        return print_ast(document)
-
     def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
         payload: dict[str, Any] = {"data": result.data}
         if result.errors:
             payload["errors"] = [_mask(e, request_id) for e in result.errors]
         return payload
-
-
-def _selects_any(document: DocumentNode, names: frozenset[str]) -> bool:
-    """Whether any selection in ``document`` (fragments included) is one of ``names``."""
-    found = False
-
-    class Finder(Visitor):
-        def enter_field(self, node: FieldNode, *_: Any) -> None:
-            nonlocal found
-            found = found or node.name.value in names
-
-    if names:
-        visit(document, Finder())
-    return found
 
 
 def _mask(error: GraphQLError, request_id: str) -> GraphQLFormattedError:
@@ -279,19 +247,15 @@ def _encode(payload: Any) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _response(body: bytes, status: int, media_type: str) -> Response:
-    return Response(body, status, media_type=f"{media_type}; charset=utf-8")
+def _json(payload: Any, status: int, media_type: str) -> Answer:
+    return Answer(status, _encode(payload), media_type)
 
 
-def _json(payload: Any, status: int, media_type: str) -> Response:
-    return _response(_encode(payload), status, media_type)
-
-
-def _error_response(error: HttpError, media_type: str) -> Response:
+def _refusal(error: HttpError, media_type: str) -> Answer:
     """A refusal, shaped like a GraphQL response so every client can read it."""
     body: dict[str, Any] = {"message": str(error)}
     if error.code is not None:
         body["extensions"] = {"code": error.code}
-    response = _json({"errors": [body]}, error.status, media_type)
-    response.headers.update(error.headers)
-    return response
+    return Answer(
+        error.status, _encode({"errors": [body]}), media_type, tuple(error.headers.items())
+    )

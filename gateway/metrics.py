@@ -229,6 +229,8 @@ class Metrics:
         )
         for decision in AUTH_DECISIONS:
             self.auth.labels(decision)
+        #: (operation label, outcome) -> its two series; labels() is a locked lookup each call.
+        self._series: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
 
     def register(self, collector: Collector) -> None:
         """Add a collector read at every scrape (the app's :class:`StateCollector`)."""
@@ -236,11 +238,18 @@ class Metrics:
 
     def observe(self, operation: str | None, known: bool, outcome: str, seconds: float) -> None:
         """One GraphQL request answered (``known``: its operation was identified)."""
-        if outcome not in OUTCOMES:
-            raise ValueError(f"outcome {outcome!r}: expected one of {OUTCOMES}")
-        name = self.operations.label(operation, known)
-        self.requests.labels(name, outcome).inc()
-        self.latency.labels(name, outcome).observe(seconds)
+        labels = (self.operations.label(operation, known), outcome)
+        series = self._series.get(labels)
+        if series is None:
+            if outcome not in OUTCOMES:
+                raise ValueError(f"outcome {outcome!r}: expected one of {OUTCOMES}")
+            series = self._series[labels] = (
+                self.requests.labels(*labels),
+                self.latency.labels(*labels),
+            )
+        count, latency = series
+        count.inc()
+        latency.observe(seconds)
 
     def auth_decision(self, decision: str) -> None:
         """Count one decision: allowed, denied, invalid (credentials) or error (reviewing).

@@ -22,6 +22,7 @@ import yaml
 from kubernetes.aio.client import ApiClient
 
 from gateway.auth import KubernetesAuthorizer
+from gateway.cache import BoundedMemoryCache, ResponseCache
 from gateway.informer import HypervisorInformer
 from gateway.kube import load_client_config
 from gateway.store import Store
@@ -173,7 +174,8 @@ Decisions = Counter[str]
 async def gateway(
     cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path
 ) -> AsyncIterator[tuple[str, Decisions, Store]]:
-    """The gateway as deployed: informer and reviews with the service account's token."""
+    """The gateway as deployed: informer, response cache, and reviews with the service
+    account's token."""
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", "gateway", token=rbac["gateway"])
     configuration = await load_client_config(str(kubeconfig))
     decisions: Decisions = Counter()
@@ -181,10 +183,10 @@ async def gateway(
     authorizer = KubernetesAuthorizer(
         api, allowed_ttl=1.0, denied_ttl=1.0, on_decision=lambda d: decisions.update([d])
     )
-    async with run_server(HypervisorInformer(configuration), authorizer=authorizer) as (
-        address,
-        store,
-    ):
+    cache = ResponseCache(BoundedMemoryCache())
+    async with run_server(
+        HypervisorInformer(configuration), authorizer=authorizer, cache=cache
+    ) as (address, store):
         while not store.ready:  # noqa: ASYNC110 - the informer's first list
             await asyncio.sleep(0.05)
         yield address, decisions, store
@@ -209,6 +211,8 @@ async def test_allowed_denied_and_anonymous(
     address, _, _ = gateway
     with caplog.at_level(logging.DEBUG):
         allowed = await ask(address, rbac["reader"])
+        # The same request again: its answer is cached now, and still only for the allowed.
+        assert (await ask(address, rbac["reader"])).content == allowed.content
         denied = await ask(address, rbac["stranger"])
         anonymous = await ask(address, None)
         invalid = await ask(address, "not-a-token")

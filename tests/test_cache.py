@@ -82,6 +82,21 @@ async def test_repeated_queries_are_hits_and_identical() -> None:
         assert (gateway.cache.stats.hits, gateway.cache.stats.misses) == (1, 1)
 
 
+async def test_a_cached_answer_is_the_computed_one_byte_for_byte() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        accept = {"accept": "application/graphql-response+json"}
+        computed, cached = [
+            await gateway.client.post("/graphql", json={"query": QUERY}, headers=accept)
+            for _ in range(2)
+        ]
+        assert (gateway.cache.stats.misses, gateway.cache.stats.hits) == (1, 1)
+        assert (cached.status_code, cached.content) == (computed.status_code, computed.content)
+        for header in ("content-type", "content-length"):
+            assert cached.headers[header] == computed.headers[header]
+        assert cached.headers["content-type"] == "application/graphql-response+json; charset=utf-8"
+        assert cached.headers["x-request-id"] != computed.headers["x-request-id"]
+
+
 async def test_a_store_change_is_seen_at_once() -> None:
     async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
         import json
@@ -107,6 +122,17 @@ async def test_memory_cache_is_bounded() -> None:
         for n in range(20):
             await gateway.ask("query($n: String!) { hypervisor(name: $n) { name } }", n=f"x{n}")
         assert len(backend._cache) == 5
+
+
+async def test_memory_cache_reads_what_aiocache_stores() -> None:
+    backend = BoundedMemoryCache(max_entries=2, namespace="ns:")
+    await backend.set("a", b"1")
+    await backend.set("b", b"2")
+    assert await backend.get("a") == b"1"  # a is now the most recently used
+    await backend.set("c", b"3")
+    assert list(backend._cache) == ["ns:a", "ns:c"]
+    assert await backend.get("b", default=b"gone") == b"gone"
+    assert await backend.get("c", namespace="other:") is None
 
 
 @settings(max_examples=40, deadline=None)

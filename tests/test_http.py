@@ -7,15 +7,19 @@ without a ``data`` entry.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+from starlette.types import Message
 
+from gateway.app import create_app
+from gateway.limits import Limits
 from tests import fleet
-from tests.support import serve
+from tests.support import StaticSource, serve
 
 GQL = "application/graphql-response+json"
 JSON = "application/json"
@@ -226,3 +230,29 @@ def test_our_own_bugs_are_masked_with_a_request_id(caplog: pytest.LogCaptureFixt
     assert caplog.records[0].exc_info is not None
     deliberate = GraphQLError("first must not be negative", original_error=GraphQLError("x"))
     assert _mask(deliberate, "req-124")["message"] == "first must not be negative"
+
+
+@pytest.mark.parametrize(("pause", "status"), [(0.05, 200), (0.6, 408)])
+async def test_a_body_in_parts_is_waited_for_until_its_deadline(pause: float, status: int) -> None:
+    """The body's deadline is armed only once its read has to wait (tests/test_hostile.py
+    has the client that never finishes, over a socket)."""
+    source = StaticSource(fleet.objects())
+    app = create_app(source, limits=Limits(max_body_seconds=0.3))
+    parts = [b'{"query": "{ __type', b'name }"}']
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        if len(parts) == 1:
+            await asyncio.sleep(pause)
+        return {"type": "http.request", "body": parts.pop(0), "more_body": bool(parts)}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"29")]
+    scope = {"type": "http", "method": "POST", "path": "/graphql", "headers": headers}
+    async with app.router.lifespan_context(app):
+        await app({**scope, "query_string": b"", "root_path": ""}, receive, send)
+    assert sent[0]["status"] == status
+    if status == 200:
+        assert json.loads(sent[1]["body"]) == {"data": {"__typename": "Query"}}

@@ -1,0 +1,150 @@
+"""From a request's bytes to an operation ready to execute, each step once per distinct input.
+
+Clients repeat themselves: a dashboard sends the same few requests every few
+seconds, byte for byte. What a request's method and payload decide (its
+parameters, parsed document and operation, and the digest its cached answer is
+filed under) is kept per distinct payload; parsing and validation results are
+kept per distinct document text, so spellings of one payload share them. A
+repeated request then goes from its bytes to its cached answer with a few
+lookups, and a new one with the same document skips parsing and validation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from graphql import (
+    ASTValidationRule,
+    DocumentNode,
+    FieldNode,
+    GraphQLError,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    get_operation_ast,
+    parse,
+    print_ast,
+    specified_rules,
+    validate,
+    visit,
+)
+from graphql.language import Visitor
+
+from gateway.cache import digest
+from gateway.limits import LimitError, Limits, check_document
+from gateway.request import Params, RequestError, params_of
+
+__all__ = ["MEMO_PAYLOAD_BYTES", "Operations", "Prepared"]
+
+#: Payloads up to this size are kept with what they decide; dashboards' are under 2 KiB.
+MEMO_PAYLOAD_BYTES = 8192
+
+
+@dataclasses.dataclass(slots=True, eq=False)
+class Prepared:
+    """What a request's method and payload decide, before any check of its document.
+
+    One instance serves every request with the same bytes: nothing may change it
+    (its digest is filled in once).
+    """
+
+    params: Params
+    document: DocumentNode
+    operation: OperationDefinitionNode
+    _digest: str | None = dataclasses.field(default=None, init=False)
+
+    @property
+    def name(self) -> str | None:
+        return self.operation.name.value if self.operation.name else None
+
+    def digest(self, text: str) -> str:
+        """The request's cache digest, ``text`` being its document as validation printed it."""
+        if self._digest is None:
+            params = self.params
+            self._digest = digest(text, params.operation_name, params.variables)
+        return self._digest
+
+
+class Operations:
+    """Parses, checks and validates the requests of one schema, remembering the results.
+
+    Each cache holds ``cache_size`` entries; failures are never kept (a failing
+    request pays its full price every time, as it should).
+    """
+
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        limits: Limits,
+        *,
+        validation_rules: Sequence[type[ASTValidationRule]] = (),
+        uncacheable: frozenset[str] = frozenset(),
+        cache_size: int = 1024,
+    ) -> None:
+        self.schema = schema
+        self.limits = limits
+        self.rules = (*specified_rules, *validation_rules)
+        #: Fields whose answers are not a function of the store snapshot alone.
+        self.uncacheable = uncacheable
+        self.parse = functools.lru_cache(maxsize=cache_size)(self._parse)
+        self.validate = functools.lru_cache(maxsize=cache_size)(self._validate)
+        self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
+
+    def prepare(self, method: str, payload: bytes) -> Prepared:
+        """What the request decides; remembered unless its payload is large."""
+        if len(payload) > MEMO_PAYLOAD_BYTES:
+            return self._prepare(method, payload)
+        return self._remembered(method, payload)
+
+    def _prepare(self, method: str, payload: bytes) -> Prepared:
+        params = params_of(method, payload)
+        document = self.parse(params.query)
+        operation = get_operation_ast(document, params.operation_name)
+        if operation is None:
+            name = params.operation_name
+            message = f"unknown operation {name!r}" if name else "operationName is required"
+            raise RequestError([GraphQLError(message)])
+        return Prepared(params, document, operation)
+
+    def _parse(self, query: str) -> DocumentNode:
+        try:
+            return parse(query, max_tokens=self.limits.max_tokens)
+        except GraphQLError as error:
+            status = 400 if "tokens" in error.message else None
+            raise RequestError([error], status) from error
+
+    def _validate(self, query: str) -> str | None:
+        """Check limits, then validate.
+
+        Returns the document as graphql-core prints it (same meaning, same text), for
+        cache keys, or None when its answer must not be cached because it reads one
+        of the ``uncacheable`` fields. Keyed by the query's text, whose hash Python
+        keeps, rather than by its document: a document hashes node by node.
+        """
+        document = self.parse(query)
+        try:
+            check_document(document, self.limits)
+        except LimitError as error:
+            raise RequestError([error], status=400) from error
+        errors = validate(self.schema, document, self.rules)
+        if errors:
+            raise RequestError(errors)
+        if _selects_any(document, self.uncacheable):
+            return None
+        return print_ast(document)
+
+
+def _selects_any(document: DocumentNode, names: frozenset[str]) -> bool:
+    """Whether any selection in ``document`` (fragments included) is one of ``names``."""
+    found = False
+
+    class Finder(Visitor):
+        def enter_field(self, node: FieldNode, *_: Any) -> None:
+            nonlocal found
+            found = found or node.name.value in names
+
+    if names:
+        visit(document, Finder())
+    return found
