@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 ONE = Decimal(1)
+ZERO = Decimal(0)
 MEBIBYTE = Decimal(2**20)
 
 
@@ -49,8 +50,8 @@ def compute_resources(
             name,
             physical.get(name),
             overcommit.get(name, ONE),
-            reserved.get(name, Decimal(0)),
-            booked.get(name, Decimal(0)),
+            reserved.get(name, ZERO),
+            booked.get(name, ZERO),
             allocated.get(name),
             effective.get(name),
         )

@@ -117,7 +117,7 @@ class Reader:
             _READ[key] = shared
         return shared
 
-    def ratios(self, value: Any, path: str) -> dict[str, Decimal]:
+    def ratios(self, value: Any, path: str) -> Mapping[str, Decimal]:
         """Overcommit ratios: plain numbers >= 1.0 (the CRD's CEL rule), not quantities."""
         result: dict[str, Decimal] = {}
         for name, raw in self.mapping(value, path).items():
@@ -130,7 +130,7 @@ class Reader:
                 self.warn(f"{path}.{name}", f"ratio {raw!r} is below 1.0; ratio 1.0 used")
                 continue
             result[str(name)] = ratio
-        return result
+        return _shared(result)
 
 
 _MAPS: dict[tuple[tuple[str, Any], ...], Mapping[str, Any]] = {}
