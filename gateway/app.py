@@ -24,7 +24,7 @@ from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
 from gateway.metrics import Metrics, StateCollector
 from gateway.pages import routes as page_routes
-from gateway.schema import LIVE_FIELDS, schema
+from gateway.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
 from gateway.source import Source
 from gateway.store import Store
 from gateway.websocket import SubscriptionServer
@@ -96,6 +96,7 @@ def create_app(
         cache=cache,
         authorizer=authorizer,
         uncacheable=LIVE_FIELDS,
+        lookups=LOOKUP_FIELDS,
     )
     subscriptions = SubscriptionServer(
         store,

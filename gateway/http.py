@@ -9,7 +9,8 @@ With ``application/json`` every well-formed request gets 200, as the spec asks.
 
 Requests are worked out once per distinct payload and document (gateway.operations),
 and execution runs in a worker thread so that one large query never stalls the
-event loop (health probes, other clients).
+event loop (health probes, other clients); only lookups of single objects, whose
+work is bounded by those objects, run on the loop itself.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class GraphQLEndpoint:
         cache: ResponseCache | None = None,
         authorizer: Authorizer | None = None,
         uncacheable: frozenset[str] = frozenset(),
+        lookups: frozenset[str] = frozenset(),
     ) -> None:
         self.schema = schema
         self.operations = Operations(
@@ -88,6 +90,7 @@ class GraphQLEndpoint:
             limits,
             validation_rules=validation_rules,
             uncacheable=uncacheable,
+            lookups=lookups,
             cache_size=document_cache_size,
         )
         self.authorizer = authorizer or AllowAll()
@@ -164,7 +167,12 @@ class GraphQLEndpoint:
             if (cached := await self.cache.get(key)) is not None:
                 request.state.outcome = "ok"
                 return Answer(200, cached, media_type)
-        result = await self._run_limited(prepared.document, context, params)
+        if self.operations.is_lookup(params.query):
+            result = self._execute(
+                prepared.document, context, params.variables, params.operation_name
+            )
+        else:
+            result = await self._run_limited(prepared.document, context, params)
         if result.errors and result.data is None and all(e.path is None for e in result.errors):
             # No path: variable coercion failed, nothing was executed.
             raise RequestError(result.errors)

@@ -23,7 +23,11 @@ from graphql import (
     GraphQLError,
     GraphQLSchema,
     OperationDefinitionNode,
+    TypeInfo,
+    TypeInfoVisitor,
+    get_nullable_type,
     get_operation_ast,
+    is_list_type,
     parse,
     print_ast,
     specified_rules,
@@ -81,6 +85,7 @@ class Operations:
         *,
         validation_rules: Sequence[type[ASTValidationRule]] = (),
         uncacheable: frozenset[str] = frozenset(),
+        lookups: frozenset[str] = frozenset(),
         cache_size: int = 1024,
     ) -> None:
         self.schema = schema
@@ -88,8 +93,11 @@ class Operations:
         self.rules = (*specified_rules, *validation_rules)
         #: Fields whose answers are not a function of the store snapshot alone.
         self.uncacheable = uncacheable
+        #: Root fields that find one object by its key.
+        self.lookups = lookups
         self.parse = functools.lru_cache(maxsize=cache_size)(self._parse)
         self.validate = functools.lru_cache(maxsize=cache_size)(self._validate)
+        self.is_lookup = functools.lru_cache(maxsize=cache_size)(self._is_lookup)
         self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
 
     def prepare(self, method: str, payload: bytes) -> Prepared:
@@ -134,6 +142,38 @@ class Operations:
         if _selects_any(document, self.uncacheable):
             return None
         return print_ast(document)
+
+    def _is_lookup(self, query: str) -> bool:
+        """Whether a valid document only looks objects up by key and reads no list.
+
+        Its work is then bounded by the size of the few objects it names, whatever
+        the fleet's, and so small that handing it to a worker thread would take
+        longer than answering it on the event loop.
+        """
+        document = self.parse(query)
+        for definition in document.definitions:
+            if isinstance(definition, OperationDefinitionNode):
+                roots = definition.selection_set.selections
+                if not all(
+                    isinstance(r, FieldNode) and r.name.value in self.lookups for r in roots
+                ):
+                    return False
+        return not _reads_lists(self.schema, document)
+
+
+def _reads_lists(schema: GraphQLSchema, document: DocumentNode) -> bool:
+    """Whether any field selected in ``document`` (fragments included) returns a list."""
+    type_info = TypeInfo(schema)
+    found = False
+
+    class Finder(Visitor):
+        def enter_field(self, node: FieldNode, *_: Any) -> None:
+            nonlocal found
+            field = type_info.get_field_def()
+            found = found or field is None or is_list_type(get_nullable_type(field.type))
+
+    visit(document, TypeInfoVisitor(type_info, Finder()))
+    return found
 
 
 def _selects_any(document: DocumentNode, names: frozenset[str]) -> bool:

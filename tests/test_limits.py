@@ -146,6 +146,16 @@ async def test_execution_time_and_concurrency() -> None:
     assert statuses[0] == 200 and statuses[-1] == 429
 
 
+async def test_lookups_are_answered_on_the_event_loop_even_with_every_worker_busy() -> None:
+    name = generate(1)[0]["metadata"]["name"]
+    lookup = f'{{ hypervisor(name: "{name}") {{ name cpu: resource(name: "cpu") {{ free }} }} }}'
+    async with gateway(generate(1), limits=Limits(max_concurrent=0)) as client:
+        assert (await post(client, "{ hypervisors { totalCount } }")).status_code == 429
+        answer = await post(client, lookup)
+    assert answer.status_code == 200
+    assert answer.json()["data"]["hypervisor"]["name"] == name
+
+
 async def test_introspection_can_be_turned_off() -> None:
     async with gateway(introspection=False) as client:
         response = await post(client, "{ __schema { types { name } } }")

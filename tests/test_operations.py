@@ -11,14 +11,14 @@ import pytest
 from gateway.limits import Limits
 from gateway.operations import MEMO_PAYLOAD_BYTES, Operations
 from gateway.request import RequestError
-from gateway.schema import LIVE_FIELDS, schema
+from gateway.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
 
 QUERY = "query Find($n: String!) { hypervisor(name: $n) { name } }"
 
 
 @pytest.fixture
 def operations() -> Operations:
-    return Operations(schema._schema, Limits(), uncacheable=LIVE_FIELDS)
+    return Operations(schema._schema, Limits(), uncacheable=LIVE_FIELDS, lookups=LOOKUP_FIELDS)
 
 
 def body(query: str = QUERY, **extra: Any) -> bytes:
@@ -81,3 +81,31 @@ def test_limits_are_checked_before_validation(operations: Operations) -> None:
     with pytest.raises(RequestError, match="depth") as over:
         operations.validate(deep)
     assert over.value.status == 400
+
+
+@pytest.mark.parametrize(
+    ("query", "lookup"),
+    [
+        (QUERY, True),
+        ('{ hypervisor(name: "a") { zone cpu: resource(name: "cpu") { free } } }', True),
+        ('{ a: hypervisor(name: "a") { name } b: consumer(uuid: "u") { uuid } }', True),
+        ("{ syncStatus { relists } }", True),
+        ('{ hypervisor(name: "a") { ...F } } fragment F on Hypervisor { name }', True),
+        ('{ hypervisor(name: "a") { resources { name free } } }', False),
+        (
+            '{ hypervisor(name: "a") { ...F } } fragment F on Hypervisor { bookings { __typename } }',
+            False,
+        ),
+        ('{ consumer(uuid: "u") { bookings { hypervisor { name } } } }', False),
+        ("{ hypervisors { totalCount } }", False),
+        ("{ fleetCapacity { key } }", False),
+        ('{ hypervisor(name: "a") { name } hypervisors { totalCount } }', False),
+        ("{ ...Q } fragment Q on Query { syncStatus { relists } }", False),
+        ("{ __typename }", False),
+    ],
+)
+def test_only_lookups_of_single_objects_that_read_no_list_are_lookups(
+    operations: Operations, query: str, lookup: bool
+) -> None:
+    operations.validate(query)
+    assert operations.is_lookup(query) is lookup
