@@ -737,27 +737,3 @@ def test_equal_values_on_two_hosts_are_one_object() -> None:
     assert one.conditions[1].reason is two.conditions[1].reason
     assert one.aggregates[0].name is two.aggregates[0].name
     assert one.consumers[0].resources is two.consumers[0].resources
-
-
-@pytest.mark.parametrize("spelling", [1, True, "1", 1.0])
-def test_a_remembered_resource_map_is_found_by_equal_strings_only(spelling: Any) -> None:
-    parse(hypervisor(spec={"bookings": [consumer(uuid_of(1), {"cpu": "1"})]}))
-    h = parse(hypervisor(spec={"bookings": [consumer(uuid_of(2), {"cpu": spelling})]}))
-    if spelling is True:
-        assert h.consumers[0].resources == {}
-        assert h.warnings and "spec.bookings[0].consumer.resources.cpu" in h.warnings[0]
-    else:
-        assert h.consumers[0].resources == {"cpu": 1}
-        assert h.warnings == ()
-
-
-def test_booked_and_reserved_add_every_booking_exactly() -> None:
-    small, large = {"cpu": "500m", "memory": "1.5Gi"}, {"cpu": 7, "memory": "3Gi"}
-    entries = [consumer(uuid_of(i), small if i % 3 else large) for i in range(30)]
-    entries += [reservation(f"r{i}", small) for i in range(4)]
-    h = parse(hypervisor(spec={"bookings": entries}, status={"capacity": {"cpu": 512}}))
-    larges = len(range(0, 30, 3))
-    assert h.resources["cpu"].booked == Decimal("0.5") * (30 - larges) + 7 * larges
-    assert h.resources["memory"].booked == Decimal("1.5") * GiB * (30 - larges) + 3 * GiB * larges
-    assert h.resources["cpu"].reserved == 2
-    assert h.resources["memory"].reserved == 6 * GiB
