@@ -62,7 +62,8 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     effective = p.amounts(status.get("effectiveCapacity"), "status.effectiveCapacity")
     allocation = p.amounts(status.get("allocation"), "status.allocation")
     conditions = _conditions(p, status.get("conditions"))
-    instances = _instances(p, status.get("instances"), _consumer_uuids(bookings))
+    booked_uuids = _consumer_uuids(bookings)
+    instances = _instances(p, status.get("instances"), booked_uuids)
     ready = next((c for c in conditions if c.type == "Ready"), None)
     traits, aggregates = _memberships(p, spec, status)
 
@@ -74,7 +75,8 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
         allocated=allocation,
         effective=effective,
     )
-    drift = _drift(bookings, instances) if bookings_tracked and has_status else None
+    tracked = bookings_tracked and has_status
+    drift = _drift(bookings, booked_uuids, instances) if tracked else None
     return Hypervisor(
         name=name,
         uid=p.string(meta.get("uid"), "metadata.uid"),
@@ -252,9 +254,10 @@ def _cells(p: Reader, value: Any) -> tuple[Cell, ...]:
     return tuple(sorted(cells, key=lambda c: c.cell_id))
 
 
-def _drift(bookings: tuple[Booking, ...], instances: tuple[Instance, ...]) -> Drift:
+def _drift(
+    bookings: tuple[Booking, ...], booked: Mapping[str, str], instances: tuple[Instance, ...]
+) -> Drift:
     running = {i.id for i in instances}
-    booked = {b.uuid for b in bookings if isinstance(b, ConsumerBooking)}
     return Drift(
         booked_not_running=tuple(
             b for b in bookings if isinstance(b, ConsumerBooking) and b.uuid not in running
