@@ -22,7 +22,7 @@ from kubernetes.utils import parse_quantity as _parse_quantity
 
 from scripts.controlplane import HYPERVISORS, ControlPlane
 
-__all__ = ["free_capacity", "list_all", "load", "resources_free"]
+__all__ = ["free_capacity", "list_all", "load", "resources_free", "stream_all"]
 
 #: The Kubernetes client's own quantity parser (exact, Decimal), as a script would use.
 parse_quantity: Callable[[Any], Decimal] = _parse_quantity
@@ -90,6 +90,27 @@ def list_all(http: httpx.Client, limit: int | None) -> list[bytes]:
         if match is None:
             return bodies
         params["continue"] = match.group(1).decode()
+
+
+def stream_all(http: httpx.Client) -> int:
+    """Every Hypervisor as a watch's initial events (what the gateway reads); their count.
+
+    Read up to the bookmark that ends them, undecoded but for that bookmark.
+    """
+    params = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+    }
+    added = 0
+    with http.stream("GET", HYPERVISORS, params=params) as response:
+        response.raise_for_status()
+        for line in response.iter_lines():
+            if '"BOOKMARK"' in line[:32] and "initial-events-end" in line:
+                return added
+            added += 1
+    raise RuntimeError("the stream ended before its initial events did")
 
 
 def free_capacity(http: httpx.Client, limit: int | None) -> dict[str, tuple[Decimal, Decimal]]:

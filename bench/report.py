@@ -139,6 +139,11 @@ def figures_table(f: dict[str, Any]) -> list[str]:
         ("LIST, paged by 500 (kubectl)", _ms(f["list_paged"]), f["list_paged"].n),
         ("LIST, one response", _ms(f["list_whole"]), f["list_whole"].n),
         (
+            "the same as a watch's initial events (how the gateway reads it; not a reference)",
+            _ms(f["list_stream"]),
+            f["list_stream"].n,
+        ),
+        (
             "LIST + json + free cpu/memory per host (Decimal)",
             _ms(f["list_compute"]),
             f["list_compute"].n,

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from bench.fleet import free_capacity, list_all, load
+from bench.fleet import free_capacity, list_all, load, stream_all
 from bench.latency import first_names, write_delays
 from bench.processes import MemorySampler, Server, memory_kib
 from bench.stats import Summary, sample, summarize
@@ -126,11 +126,13 @@ def _baseline(plane: ControlPlane, options: Options) -> dict[str, Any]:
         http.timeout = httpx.Timeout(300)
         paged = sample(lambda: list_all(http, 500), options.runs)
         whole = sample(lambda: list_all(http, None), options.runs)
+        stream = sample(lambda: stream_all(http), options.runs)
         script = sample(lambda: free_capacity(http, None), max(5, options.runs // 3))
         json_bytes = sum(len(body) for body in list_all(http, None))
     return {
         "list_paged": paged,
         "list_whole": whole,
+        "list_stream": stream,
         "list_compute": script,
         "list_bytes": json_bytes,
     }

@@ -22,7 +22,7 @@ import ssl
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +86,10 @@ class ControlPlane:
         workdir: Path | None = None,
         crd: Path = PROJECT_CRD,
         users: Mapping[str, tuple[str, ...]] = DEFAULT_USERS,
+        apiserver_flags: Sequence[str] = (),
     ) -> None:
         self._owns_workdir = workdir is None
+        self._extra_flags = list(apiserver_flags)
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="hgw-cluster-"))
         self.crd = crd
         self.tokens = {"admin": secrets.token_hex(16)}
@@ -304,6 +306,7 @@ class ControlPlane:
             "--endpoint-reconciler-type=none",
             "--profiling=false",
             "--v=1",
+            *self._extra_flags,
         ]
 
     def _wait_ready(self, timeout: float) -> None:

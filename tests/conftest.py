@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from gateway.informer import Backoff, HypervisorInformer
+from gateway.informer import HypervisorInformer
 from gateway.kube import load_client_config
 from gateway.store import Store
+from gateway.wire import Backoff
 from scripts.controlplane import PROJECT_CRD, ROOT, ControlPlane, ControlPlaneError
 from tests.kubeapi import HypervisorAPI
 from tests.tcpproxy import TcpProxy
@@ -41,8 +42,8 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
-def _control_plane(crd: Path) -> Iterator[ControlPlane]:
-    plane = ControlPlane(crd=crd)
+def _control_plane(crd: Path, *flags: str) -> Iterator[ControlPlane]:
+    plane = ControlPlane(crd=crd, apiserver_flags=flags)
     try:
         plane.start()
     except (ControlPlaneError, OSError) as error:
@@ -70,6 +71,12 @@ def reference_cluster() -> Iterator[ControlPlane]:
     if not REFERENCE_CRD.exists():
         pytest.skip(f"operator CRD not found at {REFERENCE_CRD}")
     yield from _control_plane(REFERENCE_CRD)
+
+
+@pytest.fixture(scope="session")
+def unstreaming_cluster() -> Iterator[ControlPlane]:
+    """A control plane whose API server cannot stream a watch's initial state."""
+    yield from _control_plane(PROJECT_CRD, "--feature-gates=WatchList=false")
 
 
 @pytest.fixture(params=["project", "reference"])

@@ -26,6 +26,9 @@ class FakeHypervisorAPI:
         self.watches: deque[Watch] = deque()
         #: Query parameters of every request, in order.
         self.requests: list[dict[str, str]] = []
+        #: Whether a watch may start with the initial state (sendInitialEvents);
+        #: if not, it is refused as by an API server without the WatchList feature.
+        self.streaming = False
         self._runner: web.AppRunner | None = None
         self.port = 0
         self.clients: list[asyncio.Task[None]] = []
@@ -62,6 +65,11 @@ class FakeHypervisorAPI:
         if request.query.get("watch") != "true":
             status, body = self.lists.popleft() if self.lists else (500, {"code": 500})
             return web.json_response(body, status=status)
+        if "sendInitialEvents" in request.query and not self.streaming:
+            message = "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+            return web.json_response(
+                {"kind": "Status", "code": 422, "message": message}, status=422
+            )
         response = web.StreamResponse()
         await response.prepare(request)
         for event in self.watches.popleft() if self.watches else [None]:
@@ -78,3 +86,9 @@ def obj(name: str, version: str) -> dict[str, Any]:
 
 def event(kind: str, name: str, version: str) -> dict[str, Any]:
     return {"type": kind, "object": obj(name, version)}
+
+
+def initial_events_end(version: str) -> dict[str, Any]:
+    """The bookmark that ends a stream's initial state."""
+    metadata = {"resourceVersion": version, "annotations": {"k8s.io/initial-events-end": "true"}}
+    return {"type": "BOOKMARK", "object": {"metadata": metadata}}

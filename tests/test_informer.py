@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import itertools
 import json
 import os
 import random
@@ -20,11 +19,12 @@ from typing import Any
 
 import pytest
 
-from gateway.informer import Backoff, HypervisorInformer
+from gateway.informer import HypervisorInformer
 from gateway.store import Store
+from gateway.wire import Backoff
 from scripts.controlplane import ControlPlane
 from tests.conftest import StartInformer
-from tests.fakeapi import FakeHypervisorAPI, event, obj
+from tests.fakeapi import FakeHypervisorAPI, event, initial_events_end, obj
 from tests.kubeapi import (
     HypervisorAPI,
     assert_converges,
@@ -133,8 +133,9 @@ async def test_relists_after_410_gone(
 
 
 @pytest.mark.cluster
-async def test_list_larger_than_a_page_is_loaded_completely(
-    cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "paged"])
+async def test_fleet_larger_than_a_batch_is_loaded_completely(
+    cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer, stream: bool
 ) -> None:
     count = 2100
     semaphore = asyncio.Semaphore(24)
@@ -146,12 +147,33 @@ async def test_list_larger_than_a_page_is_loaded_completely(
             await api.create(body)
 
     await asyncio.gather(*(create(i) for i in range(count)))
-    _, store = await start_informer(cluster, page_size=500)
+    informer, store = await start_informer(cluster, page_size=500, batch_size=500, stream=stream)
     await eventually(lambda: store.ready, 30)
     assert len(store.snapshot) == count
-    assert gc.isenabled()  # paused while the pages were decoded and parsed, and only then
+    assert gc.isenabled()  # paused while the objects were decoded and parsed, and only then
+    await api.patch_status("node-00007", {"numInstances": 7})  # the watch goes on after it
     await assert_converges(store, api, within=10)
+    assert (informer.status.relists, informer.status.watch_restarts) == (0, 0)
     await api.delete_all()
+
+
+@pytest.mark.cluster
+async def test_server_that_cannot_stream_is_listed_in_pages(
+    unstreaming_cluster: ControlPlane, start_informer: StartInformer, caplog: Any
+) -> None:
+    api = HypervisorAPI(unstreaming_cluster)
+    try:
+        for i in range(5):
+            await api.create(hypervisor(f"node-{i}"))
+        caplog.set_level("INFO", logger="gateway.informer")
+        informer, store = await start_informer(unstreaming_cluster, page_size=2)
+        await eventually(lambda: store.ready and len(store.snapshot) == 5, 10)
+        assert "WatchList feature gate" in caplog.text  # the server's own refusal, logged
+        await api.delete("node-0")
+        await assert_converges(store, api, within=10)
+        assert informer.status.error is None
+    finally:
+        await api.aclose()
 
 
 @pytest.mark.cluster
@@ -361,7 +383,9 @@ async def test_bookmarks_move_the_resume_position_and_in_band_410_relists(
     informer, store = await _run(fake, watch_timeout=(300, 600))
 
     await eventually(lambda: set(store.snapshot.by_name) == {"b", "c"}, 5)
-    watches = [r for r in fake.requests if r.get("watch") == "true"]
+    streams = [r for r in fake.requests if "sendInitialEvents" in r]
+    assert len(streams) == 1  # refused once: the relist is paged without asking again
+    watches = [r for r in fake.requests if r.get("watch") == "true" and r not in streams]
     assert [w["resourceVersion"] for w in watches] == ["10", "15", "30"]
     assert all(w["allowWatchBookmarks"] == "true" for w in watches)
     assert all(300 <= int(w["timeoutSeconds"]) <= 600 for w in watches)
@@ -397,11 +421,74 @@ async def test_server_errors_are_retried_and_reported(fake: FakeHypervisorAPI) -
     assert informer.status.error is None
 
 
-def test_backoff_grows_to_its_cap_and_resets_after_a_healthy_period() -> None:
-    backoff = Backoff(initial=0.8, cap=30.0, reset_after=0.2)
-    delays = [backoff.next_delay() for _ in range(10)]
-    assert 0.6 <= delays[0] <= 0.8
-    assert all(b > a for a, b in itertools.pairwise(delays[:6]))
-    assert 22.5 <= delays[-1] <= 30.0
-    time.sleep(0.25)
-    assert backoff.next_delay() <= 0.8
+async def test_streamed_initial_state_goes_on_as_the_watch(fake: FakeHypervisorAPI) -> None:
+    fake.streaming = True
+    fake.watches.append(
+        [
+            *(
+                event("ADDED", name, version)
+                for name, version in [("a", "5"), ("b", "6"), ("c", "7")]
+            ),
+            {"type": "BOOKMARK", "object": obj("", "8")},  # an ordinary bookmark: not the end
+            initial_events_end("9"),
+            event("MODIFIED", "a", "10"),
+            event("DELETED", "b", "11"),
+            None,
+        ]
+    )
+    seen: list[set[str]] = []
+    informer, store = await _run(fake, batch_size=2)
+    store.listen(lambda snapshot, changes: seen.append(set(snapshot.by_name)))
+
+    await eventually(lambda: set(store.snapshot.by_name) == {"a", "c"}, 5)
+    assert seen[0] == {"a", "b", "c"}  # the whole initial state in one step
+    assert _version(store, "a") == "10"
+    [request] = fake.requests  # one request for the state and the changes after it
+    assert request["sendInitialEvents"] == "true"
+    assert request["resourceVersionMatch"] == "NotOlderThan"
+    assert "resourceVersion" not in request  # a consistent read: nothing older than etcd now
+    assert store.resource_version == "11"
+    assert (informer.status.events["ADDED"], informer.status.events["MODIFIED"]) == (0, 1)
+
+
+async def test_in_band_410_in_the_initial_state_streams_again(fake: FakeHypervisorAPI) -> None:
+    fake.streaming = True
+    fake.watches.append([event("ADDED", "a", "5"), {"type": "ERROR", "object": {"code": 410}}])
+    fake.watches.append([event("ADDED", "b", "7"), initial_events_end("8"), None])
+    informer, store = await _run(fake)
+
+    await eventually(lambda: store.ready, 5)
+    assert set(store.snapshot.by_name) == {"b"}
+    assert [r.get("sendInitialEvents") for r in fake.requests] == ["true", "true"]
+    assert informer.status.relists == 0
+
+
+async def test_stream_cut_before_the_initial_state_ends_is_not_committed(
+    fake: FakeHypervisorAPI,
+) -> None:
+    fake.streaming = True
+    fake.watches.append([event("ADDED", "a", "5")])  # the connection ends here
+    fake.watches.append(
+        [event("ADDED", "a", "5"), event("ADDED", "b", "6"), initial_events_end("6")]
+    )
+    fake.watches.append([None])
+    seen: list[set[str]] = []
+    informer, store = await _run(fake)
+    store.listen(lambda snapshot, changes: seen.append(set(snapshot.by_name)))
+
+    await eventually(lambda: store.ready, 5)
+    assert seen[0] == {"a", "b"}  # the cut stream's part was never committed
+    assert informer.status.relists == 0 and informer.status.watch_restarts == 2
+
+
+async def test_server_that_ignores_initial_events_is_listed_in_pages(
+    fake: FakeHypervisorAPI,
+) -> None:
+    fake.streaming = True
+    fake.watches.append([None])  # accepted, then silence: an API server older than 1.27
+    fake.page([obj("a", "5")], "10")
+    fake.watches.append([event("ADDED", "b", "11"), None])
+    _, store = await _run(fake, list_timeout=0.3)
+
+    await eventually(lambda: set(store.snapshot.by_name) == {"a", "b"}, 5)
+    assert [r.get("resourceVersion") for r in fake.requests if r.get("watch")] == [None, "10"]

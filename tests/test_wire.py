@@ -1,0 +1,48 @@
+"""The API server's side of the conversation: what its errors mean, how retries space out."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+
+from gateway.wire import ApiError, Backoff, Expired, Unauthorized, raise_status, status_of
+
+
+def test_backoff_grows_to_its_cap_and_resets_after_a_healthy_period() -> None:
+    backoff = Backoff(initial=0.8, cap=30.0, reset_after=0.2)
+    delays = [backoff.next_delay() for _ in range(10)]
+    assert 0.6 <= delays[0] <= 0.8
+    assert all(b > a for a, b in itertools.pairwise(delays[:6]))
+    assert 22.5 <= delays[-1] <= 30.0
+    time.sleep(0.25)
+    assert backoff.next_delay() <= 0.8
+
+
+@pytest.mark.parametrize(
+    ("status", "http", "error"),
+    [
+        ({"code": 410, "reason": "Expired"}, None, Expired),
+        ({}, 401, Unauthorized),
+        ({}, 403, Unauthorized),
+        ({"code": 500}, None, ApiError),
+        (
+            {"code": 504, "details": {"causes": [{"reason": "ResourceVersionTooLarge"}]}},
+            None,
+            Expired,
+        ),
+        ({"code": 504}, None, ApiError),
+    ],
+)
+def test_status_objects_become_the_errors_the_informer_acts_on(
+    status: dict[str, object], http: int | None, error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        raise_status(status, http)
+
+
+def test_an_error_body_that_is_not_a_status_is_quoted() -> None:
+    assert status_of(b"<html>502 Bad Gateway</html>") == {"message": "<html>502 Bad Gateway</html>"}
+    assert status_of(b"[1, 2]") == {}
+    assert status_of(b'{"message": "no"}') == {"message": "no"}
