@@ -171,10 +171,16 @@ class HypervisorInformer:
                 prepared = await batches.finish()
             finally:
                 batches.cancel()
-        self._synced(store, prepared, str(metadata["resourceVersion"]), batches.count)
+            self._synced(store, prepared, str(metadata["resourceVersion"]), batches.count)
 
     def _synced(self, store: Store, prepared: Prepared, resource_version: str, count: int) -> None:
-        """A complete set has arrived: it becomes the store, and the watch resumes after it."""
+        """A complete set has arrived: it becomes the store, and the watch resumes after it.
+
+        Called with the collector still paused, so that the store's settle
+        (gateway.bulk) is the one collection to walk the new records before
+        freezing them: with the collector back on, the first allocation started
+        a full collection of the whole heap first (0.3 s of 0.55 s at 5,000 hosts).
+        """
         store.commit(prepared, resource_version)
         store.mark_ready()
         if self._lists:
@@ -272,7 +278,7 @@ class HypervisorInformer:
                 prepared = await batches.finish()
             finally:
                 batches.cancel()
-        self._synced(store, prepared, str(obj["metadata"]["resourceVersion"]), batches.count)
+            self._synced(store, prepared, str(obj["metadata"]["resourceVersion"]), batches.count)
 
     def _apply(self, event: Any, store: Store) -> None:
         kind, obj = event.get("type"), event.get("object") or {}
