@@ -13,7 +13,9 @@ silently go stale:
 * Every event and bookmark moves the resume position forward, so a reconnect
   continues where the last one stopped instead of listing everything again.
 * ``410 Gone`` means that position has been compacted away: only a relist helps.
-  Every other failure is retried from the same position, with backoff.
+  Every other failure is retried from the same position, with backoff, or
+  after the server's ``Retry-After`` if it is longer (an overloaded API server
+  sheds load with 429: retrying sooner only adds to it).
 
 The Kubernetes client's own ``Watch`` helper is not used: it retries ``410`` by
 itself and hides reconnects, which are exactly the events this module must see.
@@ -61,6 +63,8 @@ PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 #: Batches received ahead of the parser.
 _AHEAD = 2
+#: The longest wait a server's Retry-After can impose before the next attempt.
+_MAX_RETRY_AFTER = 300.0
 
 
 class HypervisorInformer:
@@ -134,6 +138,10 @@ class HypervisorInformer:
 
     async def _pause(self, error: BaseException) -> None:
         delay = self._backoff.next_delay()
+        asked = error.retry_after if isinstance(error, ApiError) else None
+        if asked is not None:
+            # The server's own estimate beats ours, within reason.
+            delay = max(delay, min(asked, _MAX_RETRY_AFTER))
         self.status.error = describe(error)
         log.warning("%s: %s; retrying in %.1fs", RESOURCE, self.status.error, delay)
         await asyncio.sleep(delay)

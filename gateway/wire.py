@@ -63,7 +63,16 @@ class Unauthorized(Exception):
 
 
 class ApiError(Exception):
-    """Any other refusal by the API server; retried with backoff."""
+    """Any other refusal by the API server; retried with backoff.
+
+    ``retry_after`` is how long the server asked the client to wait (seconds),
+    when it did: API Priority and Fairness answers an overloaded server's
+    requests with 429 and a ``Retry-After``, and retrying sooner only adds load.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class NoStreaming(Exception):
@@ -125,7 +134,12 @@ async def read_json(response: aiohttp.ClientResponse) -> dict[str, Any]:
     """The response body as JSON; a non-2xx answer raises the matching error."""
     raw = await response.read()
     if response.status >= 300:
-        raise_status(status_of(raw), response.status)
+        status = status_of(raw)
+        header = response.headers.get("Retry-After")
+        if header is not None:
+            # The header wins over the body's details, as for client-go.
+            status["details"] = {**(status.get("details") or {}), "retryAfterSeconds": header}
+        raise_status(status, response.status)
     body = json.loads(raw)
     if not isinstance(body, dict):
         raise ApiError(f"expected a JSON object, got {type(body).__name__}")
@@ -151,7 +165,17 @@ def raise_status(status: Any, http_status: int | None = None) -> None:
         raise Unauthorized(message)
     # A resourceVersion newer than the server's (etcd restored from a backup)
     # can never be served either; client-go relists in this case too.
-    causes = (status.get("details") or {}).get("causes") or ()
+    details = status.get("details") or {}
+    causes = details.get("causes") or ()
     if code == 504 and any(c.get("reason") == "ResourceVersionTooLarge" for c in causes):
         raise Expired(message)
-    raise ApiError(message)
+    raise ApiError(message, _seconds(details.get("retryAfterSeconds")))
+
+
+def _seconds(value: Any) -> float | None:
+    """A Retry-After in whole seconds (the API server's form); None for anything else."""
+    try:
+        seconds = int(value)
+    except (TypeError, ValueError):
+        return None
+    return float(seconds) if seconds > 0 else None

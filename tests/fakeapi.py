@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import deque
 from typing import Any
 
@@ -22,10 +23,11 @@ Watch = list[dict[str, Any] | None]
 
 class FakeHypervisorAPI:
     def __init__(self) -> None:
-        self.lists: deque[tuple[int, dict[str, Any]]] = deque()
+        self.lists: deque[tuple[int, dict[str, Any], dict[str, str]]] = deque()
         self.watches: deque[Watch] = deque()
-        #: Query parameters of every request, in order.
+        #: Query parameters of every request, in order, and when each arrived.
         self.requests: list[dict[str, str]] = []
+        self.arrivals: list[float] = []
         #: Whether a watch may start with the initial state (sendInitialEvents);
         #: if not, it is refused as by an API server without the WatchList feature.
         self.streaming = False
@@ -35,10 +37,11 @@ class FakeHypervisorAPI:
 
     def page(self, items: list[Any], version: str, token: str | None = None) -> None:
         metadata = {"resourceVersion": version, **({"continue": token} if token else {})}
-        self.lists.append((200, {"items": items, "metadata": metadata}))
+        self.lists.append((200, {"items": items, "metadata": metadata}, {}))
 
-    def fail_list(self, code: int, reason: str) -> None:
-        self.lists.append((code, {"kind": "Status", "code": code, "reason": reason}))
+    def fail_list(self, code: int, reason: str, headers: dict[str, str] | None = None) -> None:
+        status = {"kind": "Status", "code": code, "reason": reason}
+        self.lists.append((code, status, headers or {}))
 
     async def start(self) -> Configuration:
         app = web.Application()
@@ -62,9 +65,10 @@ class FakeHypervisorAPI:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(dict(request.query))
+        self.arrivals.append(time.monotonic())
         if request.query.get("watch") != "true":
-            status, body = self.lists.popleft() if self.lists else (500, {"code": 500})
-            return web.json_response(body, status=status)
+            status, body, headers = self.lists.popleft() if self.lists else (500, {"code": 500}, {})
+            return web.json_response(body, status=status, headers=headers)
         if "sendInitialEvents" in request.query and not self.streaming:
             message = "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
             return web.json_response(

@@ -421,6 +421,17 @@ async def test_server_errors_are_retried_and_reported(fake: FakeHypervisorAPI) -
     assert informer.status.error is None
 
 
+async def test_retry_after_of_an_overloaded_server_is_honoured(fake: FakeHypervisorAPI) -> None:
+    fake.fail_list(429, "TooManyRequests", headers={"Retry-After": "1"})
+    fake.page([obj("a", "5")], "10")
+    fake.watches.append([None])
+    informer, store = await _run(fake)  # its own backoff: 10-50 ms
+    await eventually(lambda: store.ready, 5)
+    lists = [t for t, r in zip(fake.arrivals, fake.requests, strict=True) if "watch" not in r]
+    assert lists[1] - lists[0] >= 1.0
+    assert informer.status.error is None
+
+
 async def test_streamed_initial_state_goes_on_as_the_watch(fake: FakeHypervisorAPI) -> None:
     fake.streaming = True
     fake.watches.append(

@@ -46,3 +46,22 @@ def test_an_error_body_that_is_not_a_status_is_quoted() -> None:
     assert status_of(b"<html>502 Bad Gateway</html>") == {"message": "<html>502 Bad Gateway</html>"}
     assert status_of(b"[1, 2]") == {}
     assert status_of(b'{"message": "no"}') == {"message": "no"}
+
+
+@pytest.mark.parametrize(
+    ("details", "seconds"),
+    [
+        ({"retryAfterSeconds": 3}, 3.0),
+        ({"retryAfterSeconds": "2"}, 2.0),
+        ({"retryAfterSeconds": "Wed, 21 Oct 2026 07:28:00 GMT"}, None),  # only seconds
+        ({"retryAfterSeconds": 0}, None),
+        ({"retryAfterSeconds": -5}, None),
+        ({}, None),
+    ],
+)
+def test_a_servers_retry_after_travels_with_the_error(
+    details: dict[str, object], seconds: float | None
+) -> None:
+    with pytest.raises(ApiError) as raised:
+        raise_status({"code": 429, "reason": "TooManyRequests", "details": details})
+    assert raised.value.retry_after == seconds
