@@ -24,7 +24,6 @@ itself and hides reconnects, which are exactly the events this module must see.
 from __future__ import annotations
 
 import asyncio
-import collections
 import json
 import logging
 import random
@@ -35,6 +34,7 @@ from typing import Any
 import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration
 
+from gateway.batches import Batches
 from gateway.bulk import collector_paused
 from gateway.source import SyncStatus
 from gateway.store import Prepared, Store
@@ -61,8 +61,6 @@ RESOURCE = f"{PLURAL}.{GROUP}"
 PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 #: The annotation on the bookmark that ends a stream's initial events.
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-#: Batches received ahead of the parser.
-_AHEAD = 2
 #: The longest wait a server's Retry-After can impose before the next attempt.
 _MAX_RETRY_AFTER = 300.0
 
@@ -156,9 +154,9 @@ class HypervisorInformer:
         one point in time and the list's resourceVersion is a safe watch start.
         An expired token (410 mid-list) cannot be resumed consistently: start over.
         """
-        batches = _Batches(store)
+        batches = Batches(store)
         token: str | None = None
-        # See _Batches for why the collector waits until the whole set is parsed.
+        # See gateway.batches for why the collector waits until the whole set is parsed.
         with collector_paused():
             try:
                 while True:
@@ -251,7 +249,7 @@ class HypervisorInformer:
 
     async def _load_initial(self, stream: AsyncIterator[bytes], store: Store) -> None:
         """Read the initial ADDED events up to the bookmark that ends them; commit them."""
-        batches = _Batches(store)
+        batches = Batches(store)
         batch: list[Any] = []
         with collector_paused():
             try:
@@ -318,41 +316,6 @@ class HypervisorInformer:
         self.status.synced = store.ready
         self.status.error = None
         self.status.parse_failures = len(store.rejected)
-
-
-class _Batches:
-    """Objects parsed in a worker thread, batch by batch, while the next ones arrive.
-
-    The API server works while the gateway parses. At most ``_AHEAD`` batches of
-    raw JSON objects (many times their records' size) wait for the parser, so
-    memory stays bounded however large the fleet. Callers pause the cyclic
-    collector meanwhile: decoding and parsing a fleet builds millions of objects
-    and no cycles, and the collector's full passes over the growing heap would
-    cost more than the decoding itself (see gateway.bulk).
-    """
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._prepared = Prepared({}, {}, {})
-        self._parsing: collections.deque[asyncio.Future[Prepared]] = collections.deque()
-        self.count = 0
-
-    async def add(self, objects: list[Any]) -> None:
-        while len(self._parsing) >= _AHEAD:
-            self._prepared.absorb(await self._parsing.popleft())
-        if objects:
-            work = asyncio.to_thread(self._store.prepare, objects, self.count)
-            self._parsing.append(asyncio.ensure_future(work))
-            self.count += len(objects)
-
-    async def finish(self) -> Prepared:
-        while self._parsing:
-            self._prepared.absorb(await self._parsing.popleft())
-        return self._prepared
-
-    def cancel(self) -> None:
-        for future in self._parsing:
-            future.cancel()
 
 
 def _ends_initial_events(obj: Any) -> bool:
