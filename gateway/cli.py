@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import sys
 from collections.abc import Sequence
@@ -74,8 +75,13 @@ def build_source(settings: Settings) -> Source:
             raise StartupError(f"--from {path}: no such file or directory")
         return FileSource(path)
     from gateway.informer import HypervisorInformer
+    from gateway.kube import reload_credentials
 
-    return HypervisorInformer(cluster_configuration(settings))
+    configuration = cluster_configuration(settings)
+    credentials = functools.partial(
+        reload_credentials, configuration, settings.kubeconfig, settings.context
+    )
+    return HypervisorInformer(configuration, credentials=credentials)
 
 
 def cluster_configuration(settings: Settings) -> Configuration:

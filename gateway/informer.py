@@ -28,7 +28,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -80,6 +80,8 @@ class HypervisorInformer:
     nothing seems wrong. ``read_grace`` is added on the client side: the server
     closes first, and a connection that outlives both is dead and gets dropped.
     ``list_timeout`` bounds each LIST page, and the wait for a stream's first event.
+    ``credentials`` loads the credentials into ``configuration`` again; it is
+    called when the server refuses them, since they may just have expired.
     """
 
     def __init__(
@@ -94,6 +96,7 @@ class HypervisorInformer:
         list_timeout: float = 60.0,
         backoff: Backoff | None = None,
         auth_retry: float = 30.0,
+        credentials: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.status = SyncStatus(source="kubernetes")
         self._configuration = configuration
@@ -105,6 +108,9 @@ class HypervisorInformer:
         self._list_timeout = list_timeout
         self._backoff = backoff or Backoff()
         self._auth_retry = auth_retry
+        self._credentials = credentials
+        #: Whether the credentials were refused again after being loaded anew.
+        self._refused_fresh = False
         #: Where the next watch resumes; None means a (re)list is needed.
         self._resource_version: str | None = None
         self._lists = 0
@@ -124,15 +130,32 @@ class HypervisorInformer:
                     log.info("%s: %s; relisting", RESOURCE, error)
                     self._resource_version = None
                 except Unauthorized as error:
-                    self.status.error = f"not authorized to list/watch {RESOURCE}: {error}"
-                    self.status.synced = False
-                    log.error("%s; retrying in %.0fs", self.status.error, self._auth_retry)
-                    await asyncio.sleep(self._auth_retry)
+                    await self._unauthorized(error)
                 except (ApiError, aiohttp.ClientError, TimeoutError, OSError, ValueError) as error:
                     await self._pause(error)
                 except Exception as error:  # a bug here must not stop the cache for good
                     log.exception("unexpected error in the %s informer", RESOURCE)
                     await self._pause(error)
+
+    async def _unauthorized(self, error: Unauthorized) -> None:
+        """Credentials refused: load them again at once, as they may have expired.
+
+        Only when freshly loaded ones are refused too is it a matter of RBAC or
+        a revoked account, which someone has to fix: then each retry waits.
+        """
+        self.status.error = f"not authorized to list/watch {RESOURCE}: {error}"
+        self.status.synced = False
+        if self._refused_fresh or self._credentials is None:
+            log.error("%s; retrying in %.0fs", self.status.error, self._auth_retry)
+            await asyncio.sleep(self._auth_retry)
+        else:
+            log.warning("%s; loading the credentials again", self.status.error)
+        if self._credentials is not None:
+            self._refused_fresh = True
+            try:
+                await self._credentials()
+            except Exception as reload_error:  # a plugin that fails, a file gone
+                log.error("%s: cannot load the credentials again: %s", RESOURCE, reload_error)
 
     async def _pause(self, error: BaseException) -> None:
         delay = self._backoff.next_delay()
@@ -313,6 +336,7 @@ class HypervisorInformer:
 
     def _connected(self, store: Store) -> None:
         """The server accepted a request: whatever went wrong before is over."""
+        self._refused_fresh = False
         self.status.synced = store.ready
         self.status.error = None
         self.status.parse_failures = len(store.rejected)

@@ -14,7 +14,7 @@ from pathlib import Path
 from kubernetes.aio import config as kube_config
 from kubernetes.aio.client import Configuration
 
-__all__ = ["KubeConfigError", "load_client_config"]
+__all__ = ["KubeConfigError", "load_client_config", "reload_credentials"]
 
 DEFAULT_KUBECONFIG = Path("~/.kube/config")
 
@@ -54,6 +54,20 @@ async def load_client_config(
     except (kube_config.ConfigException, OSError, ValueError) as error:
         raise KubeConfigError(f"cannot use kubeconfig {path}: {error}") from error
     return configuration
+
+
+async def reload_credentials(
+    configuration: Configuration, kubeconfig: str | None = None, context: str | None = None
+) -> None:
+    """Load the credentials again, into ``configuration`` in place.
+
+    Tokens from an exec plugin or an OIDC provider expire, and a kubeconfig
+    mounted from a Secret gets rotated; the loader runs the plugin (or refreshes
+    the token, or reads the file) anew. Only the bearer token is replaced: a new
+    client certificate takes a restart, as the client builds its TLS context once.
+    """
+    fresh = await load_client_config(kubeconfig, context)
+    configuration.api_key = fresh.api_key
 
 
 def _default_kubeconfig() -> str | None:

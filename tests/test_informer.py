@@ -8,18 +8,25 @@ that matters to a client of the gateway.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import gc
 import json
 import os
 import random
+import sys
+import textwrap
 import time
 from collections.abc import AsyncIterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gateway.informer import HypervisorInformer
+from gateway.kube import load_client_config, reload_credentials
 from gateway.store import Store
 from gateway.wire import Backoff
 from scripts.controlplane import ControlPlane
@@ -346,6 +353,61 @@ async def test_forbidden_until_rbac_grants_read(
     finally:
         await api.http.delete(f"{rbac}/clusterrolebindings/hypervisor-reader-test")
         await api.http.delete(f"{rbac}/clusterroles/hypervisor-reader-test")
+
+
+@pytest.mark.cluster
+async def test_expired_plugin_credentials_are_fetched_again(
+    cluster: ControlPlane, api: HypervisorAPI, tmp_path: Path
+) -> None:
+    """A kubeconfig's exec plugin (or OIDC) hands out tokens that expire."""
+    await api.create(hypervisor("node-1"))
+    token, runs = tmp_path / "token", tmp_path / "runs"
+    token.write_text("expired-token")
+    plugin = tmp_path / "credential-plugin.py"
+    plugin.write_text(
+        textwrap.dedent(f"""
+            import json, pathlib
+            with open({str(runs)!r}, "a") as log:
+                log.write("run\\n")
+            print(json.dumps({{
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "kind": "ExecCredential",
+                "status": {{"token": pathlib.Path({str(token)!r}).read_text()}},
+            }}))
+        """)
+    )
+    path = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    config = yaml.safe_load(path.read_text())
+    config["users"][0]["user"] = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": sys.executable,
+            "args": [str(plugin)],
+        }
+    }
+    path.write_text(yaml.safe_dump(config))
+    configuration = await load_client_config(str(path))
+    informer = HypervisorInformer(
+        configuration,
+        credentials=functools.partial(reload_credentials, configuration, str(path)),
+        auth_retry=0.5,
+    )
+    store = Store()
+    task = asyncio.create_task(informer.run(store))
+    try:
+        await eventually(lambda: informer.status.error is not None, 5)
+        assert "401" in informer.status.error
+        # Refused at once, refused again with what the plugin hands out anew: then it waits.
+        await eventually(lambda: len(runs.read_text().split()) >= 3, 5)
+
+        token.write_text(cluster.tokens["admin"])  # the plugin's next token is valid
+        await eventually(lambda: store.ready and informer.status.synced, 5)
+        assert informer.status.error is None
+        assert set(store.snapshot.by_name) == {"node-1"}
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 def _version(store, name: str) -> str | None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.kube import KubeConfigError, load_client_config
+from gateway.kube import KubeConfigError, load_client_config, reload_credentials
 
 
 def _kubeconfig(path: Path, *servers: str) -> Path:
@@ -73,3 +73,13 @@ async def test_unknown_context_is_a_clear_error(tmp_path: Path) -> None:
     path = _kubeconfig(tmp_path / "config", "https://one:6443")
     with pytest.raises(KubeConfigError, match=f"cannot use kubeconfig {path}"):
         await load_client_config(str(path), context="missing")
+
+
+async def test_reloading_takes_a_rotated_token_into_the_same_configuration(
+    tmp_path: Path,
+) -> None:
+    path = _kubeconfig(tmp_path / "config", "https://one:6443")
+    configuration = await load_client_config(str(path))
+    path.write_text(path.read_text().replace("secret-token", "rotated-token"))
+    await reload_credentials(configuration, str(path))
+    assert configuration.api_key["BearerToken"] == "Bearer rotated-token"
