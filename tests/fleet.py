@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tests.objects import consumer, hypervisor
+
 C1 = "11111111-1111-1111-1111-111111111111"
 C2 = "22222222-2222-2222-2222-222222222222"
 C3 = "33333333-3333-3333-3333-333333333333"  # live migration: booked on node-a and node-b
@@ -13,16 +15,14 @@ C5 = "55555555-5555-5555-5555-555555555555"
 
 
 def _consumer(uuid: str, project: str, **resources: Any) -> dict[str, Any]:
-    return {
-        "consumer": {
-            "uuid": uuid,
-            "projectID": project,
-            "userID": "u1",
-            "consumerType": "INSTANCE",
-            "consumerGeneration": 1,
-            "resources": resources,
-        }
-    }
+    return consumer(
+        uuid,
+        resources,
+        projectID=project,
+        userID="u1",
+        consumerType="INSTANCE",
+        consumerGeneration=1,
+    )
 
 
 def _ready(status: str) -> list[dict[str, str]]:
@@ -40,23 +40,12 @@ def _ready(status: str) -> list[dict[str, str]]:
 def _hypervisor(
     name: str, zone: str, bb: str, spec: dict[str, Any], status: dict[str, Any] | None
 ) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "apiVersion": "kvm.cloud.sap/v1",
-        "kind": "Hypervisor",
-        "metadata": {
-            "name": name,
-            "resourceVersion": "1",
-            "labels": {
-                "topology.kubernetes.io/zone": zone,
-                "topology.kubernetes.io/region": "qa-de-1",
-                "kubernetes.metal.cloud.sap/bb": bb,
-            },
-        },
-        "spec": spec,
+    labels = {
+        "topology.kubernetes.io/zone": zone,
+        "topology.kubernetes.io/region": "qa-de-1",
+        "kubernetes.metal.cloud.sap/bb": bb,
     }
-    if status is not None:
-        obj["status"] = status
-    return obj
+    return hypervisor(name, labels=labels, spec=spec, status=status, resource_version="1")
 
 
 def objects() -> list[dict[str, Any]]:
