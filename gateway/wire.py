@@ -134,12 +134,7 @@ async def read_json(response: aiohttp.ClientResponse) -> dict[str, Any]:
     """The response body as JSON; a non-2xx answer raises the matching error."""
     raw = await response.read()
     if response.status >= 300:
-        status = status_of(raw)
-        header = response.headers.get("Retry-After")
-        if header is not None:
-            # The header wins over the body's details, as for client-go.
-            status["details"] = {**(status.get("details") or {}), "retryAfterSeconds": header}
-        raise_status(status, response.status)
+        raise_status(status_of(raw), response.status, response.headers.get("Retry-After"))
     body = json.loads(raw)
     if not isinstance(body, dict):
         raise ApiError(f"expected a JSON object, got {type(body).__name__}")
@@ -155,8 +150,14 @@ def status_of(raw: bytes) -> dict[str, Any]:
     return status if isinstance(status, dict) else {}
 
 
-def raise_status(status: Any, http_status: int | None = None) -> None:
-    """Raise the error a ``Status`` object (or a bare HTTP status) stands for."""
+def raise_status(
+    status: Any, http_status: int | None = None, retry_after: str | None = None
+) -> None:
+    """Raise the error a ``Status`` object (or a bare HTTP status) stands for.
+
+    ``retry_after`` is the response's header; as for client-go, it wins over
+    the ``retryAfterSeconds`` of the Status's details.
+    """
     code = http_status or status.get("code")
     message = f"HTTP {code} {status.get('reason') or ''}: {status.get('message') or ''}"
     if code == 410:
@@ -169,7 +170,9 @@ def raise_status(status: Any, http_status: int | None = None) -> None:
     causes = details.get("causes") or ()
     if code == 504 and any(c.get("reason") == "ResourceVersionTooLarge" for c in causes):
         raise Expired(message)
-    raise ApiError(message, _seconds(details.get("retryAfterSeconds")))
+    if retry_after is None:
+        retry_after = details.get("retryAfterSeconds")
+    raise ApiError(message, _seconds(retry_after))
 
 
 def _seconds(value: Any) -> float | None:

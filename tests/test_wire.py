@@ -65,3 +65,9 @@ def test_a_servers_retry_after_travels_with_the_error(
     with pytest.raises(ApiError) as raised:
         raise_status({"code": 429, "reason": "TooManyRequests", "details": details})
     assert raised.value.retry_after == seconds
+
+
+def test_the_retry_after_header_wins_over_the_status_details() -> None:
+    with pytest.raises(ApiError) as raised:
+        raise_status({"code": 429, "details": {"retryAfterSeconds": 9}}, 429, "2")
+    assert raised.value.retry_after == 2.0
