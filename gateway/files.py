@@ -13,8 +13,10 @@ and listed in the store's ``rejected`` map. When two objects share a name, the o
 read last (the later file, or later in the file) wins, with a warning.
 
 Files are polled (modification time, change time, size, inode): no dependency, and
-it also sees a ConfigMap update, which swaps a symlink. Each change replaces the
-whole store at once. A file that cannot be read or parsed keeps the objects it
+it also sees a ConfigMap update, which swaps a symlink. A changed file is read once
+it has held still for one poll, so that one caught while being written (truncated,
+half written) is never taken for its content; the first scan reads at once. Each
+change replaces the whole store at once. A file that cannot be read or parsed keeps the objects it
 last gave, and ``status.error`` names it until it is fixed; a file that goes away
 from a directory takes its objects with it. If PATH itself goes away, everything
 is kept and reported, since a vanished mount is more likely than an empty fleet.
@@ -153,6 +155,9 @@ class FileSource:
         self.status = SyncStatus(source=f"files:{self.path}")
         self._files: dict[Path, _File] = {}
         self._path_error: str | None = None
+        #: Stamps of changed files seen once, to be read if the next poll sees them again.
+        self._changing: dict[Path, _Stamp] = {}
+        self._scanned = False
 
     def check(self) -> None:
         """Fail fast, before serving, when PATH is missing or cannot be read."""
@@ -192,8 +197,11 @@ class FileSource:
             log.info("%s: removed; its objects are gone", gone)
             del self._files[gone]
             changed = True
+        for gone in self._changing.keys() - set(paths):
+            del self._changing[gone]
         for path in paths:
             changed |= self._refresh(path)
+        self._scanned = True
         return changed
 
     def _listing(self) -> list[Path]:
@@ -223,6 +231,10 @@ class FileSource:
             stamp = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
             if previous is not None and previous.stamp == stamp:
                 return False
+            if self._scanned and self._changing.get(path) != stamp:
+                self._changing[path] = stamp  # perhaps mid-write: read it if it holds still
+                return False
+            self._changing.pop(path, None)
             try:
                 objects, skipped = load_objects(path)
             except Exception as error:  # any bad content (even nesting too deep) is data

@@ -229,6 +229,25 @@ async def test_changes_are_reloaded_without_resource_versions(tmp_path: Path, se
     await until(lambda: names(store) == ["a", "b"])
 
 
+def test_a_file_is_read_once_it_holds_still(tmp_path: Path) -> None:
+    """A poll that catches a file being rewritten (truncated, then half written) skips it."""
+    path = dump(tmp_path / "a.yaml", hypervisor("a"), hypervisor("b"))
+    source, store = FileSource(tmp_path), Store()
+    assert source.scan()  # the first scan reads at once
+    source._publish(store)
+    text = yaml.safe_dump_all([hypervisor("a", cpu=128), hypervisor("b")])
+    for content in ("", text[: len(text) // 2], text):
+        before = path.stat().st_mtime_ns
+        path.write_text(content)
+        os.utime(path, ns=(before + 10**9, before + 10**9))
+        assert not source.scan()  # changed since the last poll: perhaps still being written
+        assert names(store) == ["a", "b"]
+    assert source.scan()  # the same as at the last poll: read
+    source._publish(store)
+    assert names(store) == ["a", "b"] and store.snapshot.by_name["a"].capacity["cpu"] == 128
+    assert not source.scan()
+
+
 async def test_unchanged_files_are_not_republished(tmp_path: Path, serve: Any) -> None:
     dump(tmp_path / "a.yaml", hypervisor("a"))
     source, store = await serve(tmp_path)
