@@ -39,6 +39,7 @@ from starlette.types import Receive, Scope, Send
 from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.cache import ResponseCache
 from gateway.context import Context
+from gateway.executor import Executor
 from gateway.limits import LimitError, Limits
 from gateway.operations import Operations, Prepared
 from gateway.pages import graphiql_html
@@ -228,6 +229,7 @@ class GraphQLEndpoint:
             context_value=context,
             variable_values=variables,
             operation_name=operation_name,
+            executor_class=Executor,
         )
         assert isinstance(result, ExecutionResult), "resolvers are synchronous"
         return result

@@ -35,12 +35,20 @@ class Edge(Generic[T]):
     node: T = strawberry.field(description="The item.")
 
 
+def _edges(root: strawberry.Parent["Connection[T]"]) -> list[Edge[T]]:
+    return [Edge(cursor=c, node=n) for c, n in zip(root.cursors(), root.nodes, strict=True)]
+
+
 @strawberry.type(description="A page of a list, with the total and cursors to go on.")
 class Connection(Generic[T]):
     total_count: int = strawberry.field(description="Items matching, over all pages.")
     page_info: PageInfo = strawberry.field(description="Paging state.")
-    edges: list[Edge[T]] = strawberry.field(description="Items with their cursors.")
+    edges: list[Edge[T]] = strawberry.field(
+        resolver=_edges, description="Items with their cursors."
+    )
     nodes: list[T] = strawberry.field(description="Items of this page.")
+    #: The page's cursors, encoded only if edges are asked for: most clients read nodes.
+    cursors: strawberry.Private[Callable[[], list[str]]]
 
 
 def encode_cursor(key: Key) -> str:
@@ -81,16 +89,18 @@ def paginate(
         except (TypeError, ValueError, IndexError) as error:
             raise GraphQLError(f"cursor {after!r} does not belong to this ordering") from error
     end = min(len(items), start + (max_page if first is None else first))
-    cursors = [encode_cursor(cursor_key(k)) for k in keys[start:end]]
-    page = items[start:end]
+
+    def cursor(index: int) -> str:
+        return encode_cursor(cursor_key(keys[index]))
+
     return Connection(
         total_count=len(items),
         page_info=PageInfo(
             has_next_page=end < len(items),
             has_previous_page=start > 0,
-            start_cursor=cursors[0] if cursors else None,
-            end_cursor=cursors[-1] if cursors else None,
+            start_cursor=cursor(start) if start < end else None,
+            end_cursor=cursor(end - 1) if start < end else None,
         ),
-        edges=[Edge(cursor=c, node=n) for c, n in zip(cursors, page, strict=True)],
-        nodes=list(page),
+        nodes=list(items[start:end]),
+        cursors=lambda: [cursor(i) for i in range(start, end)],
     )

@@ -5,19 +5,18 @@ precomputed records in it; none of them talks to Kubernetes or the file system.
 """
 
 import datetime
-import functools
 from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated
 
 import strawberry
-from graphql import GraphQLError, GraphQLObjectType
+from graphql import GraphQLError
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
-from strawberry.types.base import StrawberryObjectDefinition
 
 from gateway.context import Context
+from gateway.executor import shortcut_resolvers
 from gateway.filters import (
     HypervisorFilter,
     HypervisorOrder,
@@ -266,33 +265,8 @@ def build_schema(extensions: Sequence[Extension] = ()) -> strawberry.Schema:
             }
         ),
     )
-    for type_name, field_name in DIRECT_LOOKUPS:
-        _resolve_directly(built, type_name, field_name)
+    shortcut_resolvers(built, DIRECT_LOOKUPS)
     return built
-
-
-def _resolve_directly(built: strawberry.Schema, type_name: str, field_name: str) -> None:
-    """Let graphql-core call a lookup's function itself, without Strawberry's wrapping.
-
-    Strawberry converts a field's arguments through its type machinery on every
-    call: for ``resource(name: "cpu")`` on each of 5,000 hosts that was a quarter
-    of a fleet query's time. These resolvers take only String arguments (already
-    coerced by graphql-core, under the same names) and neither info nor any field
-    extension, so calling the function directly gives the same answer.
-    """
-    definition = built.get_type_by_name(type_name)
-    assert isinstance(definition, StrawberryObjectDefinition)
-    field = next(f for f in definition.fields if f.python_name == field_name)
-    assert field.base_resolver is not None and not field.extensions
-    function = field.base_resolver.wrapped_func
-    assert not isinstance(function, (staticmethod, classmethod))
-    graphql_type = built._schema.type_map[type_name]
-    assert isinstance(graphql_type, GraphQLObjectType)
-    graphql_type.fields[field_name].resolve = functools.partial(_call, function)
-
-
-def _call(function: Callable[..., Any], root: Any, info: Any, **arguments: Any) -> Any:
-    return function(None, root, **arguments)
 
 
 schema = build_schema()

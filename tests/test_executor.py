@@ -1,0 +1,170 @@
+"""The short-path executor answers exactly as graphql-core's own executor does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import strawberry
+from graphql import ExecutionResult, GraphQLSchema, execute, parse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_graphql import from_schema, nodes
+
+from gateway.context import Context
+from gateway.demo import generate
+from gateway.executor import Attribute, Executor, Lookup, shortcut_resolvers
+from gateway.schema import schema, sdl
+from gateway.source import SyncStatus
+from gateway.store import Store
+from tests import fleet
+
+
+def both(
+    graphql_schema: GraphQLSchema,
+    document: str,
+    context: Any = None,
+    variables: dict[str, Any] | None = None,
+) -> tuple[ExecutionResult, ExecutionResult]:
+    """The answer of graphql-core's executor and of ours, checked to be the same."""
+    results = tuple(
+        execute(
+            graphql_schema,
+            parse(document),
+            context_value=context,
+            variable_values=variables,
+            executor_class=executor,
+        )
+        for executor in (None, Executor)
+    )
+    plain, short = results
+    assert isinstance(plain, ExecutionResult) and isinstance(short, ExecutionResult)
+    assert short.data == plain.data
+    assert [e.formatted for e in short.errors or ()] == [e.formatted for e in plain.errors or ()]
+    return plain, short
+
+
+# -- the real schema, on a fleet with every kind of object ---------------------------
+
+store = Store()
+store.replace([*fleet.objects(), *generate(20, seed=1, bookings_per_host=5)])
+store.mark_ready()
+CONTEXT = Context(store, SyncStatus(source="test", synced=True), None)  # type: ignore[arg-type]
+
+
+def test_the_hot_fields_take_the_short_path() -> None:
+    fields = schema._schema.type_map["Hypervisor"].fields  # type: ignore[union-attr]
+    assert type(fields["name"].resolve) is Attribute
+    assert type(fields["resource"].resolve) is Lookup
+    plain, _ = both(
+        schema._schema,
+        '{ hypervisors { nodes { name zone cpu: resource(name: "cpu") { free capacity }'
+        ' gpu: resource(name: "nvidia.com/gpu") { free } warnings } } }',
+        CONTEXT,
+    )
+    assert plain.data is not None and len(plain.data["hypervisors"]["nodes"]) > 20
+
+
+def test_lookup_arguments_from_variables_and_aliases() -> None:
+    both(
+        schema._schema,
+        "query($a: String!, $b: String!) { hypervisors { nodes {"
+        " a: resource(name: $a) { name free } b: resource(name: $b) { name free }"
+        " zone: label(key: $a) } } }",
+        CONTEXT,
+        {"a": "memory", "b": "cpu"},
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    query=from_schema(
+        sdl(),
+        custom_scalars={"Quantity": st.sampled_from(["1", "2Gi", "500m", "x"]).map(nodes.String)},
+        fields=["hypervisors", "hypervisor", "consumers", "fleetCapacity"],
+    )
+)
+def test_generated_queries_answer_alike(query: str) -> None:
+    both(schema._schema, query, CONTEXT)
+
+
+# -- errors and nulls, on a schema made to produce them ------------------------------
+
+
+@dataclass
+class Part:
+    size: int
+    label: str | None = None
+
+
+@strawberry.type
+class PartView:
+    size: int
+    label: str  # non-null, though a Part may have none
+
+
+@strawberry.type
+class Machine:
+    name: str
+    serial: str  # non-null, though a machine may have none
+    count: int  # an Int, though a machine may hold a string
+
+    @strawberry.field
+    def part(self, root: strawberry.Parent[Any], name: str) -> PartView | None:
+        if name == "boom":
+            raise ValueError("no such part: boom")
+        return root.parts.get(name)  # type: ignore[no-any-return]
+
+
+@dataclass
+class MachineRecord:
+    name: str
+    serial: str | None
+    count: Any
+    parts: dict[str, Part]
+
+
+MACHINES = [
+    MachineRecord("ok", "s-1", 3, {"cpu": Part(4, "x")}),
+    MachineRecord("no-serial", None, 1, {"cpu": Part(2)}),
+    MachineRecord("bad-count", "s-3", "three", {}),
+]
+
+
+@strawberry.type
+class Root:
+    @strawberry.field
+    def machines(self) -> list[Machine]:
+        return MACHINES  # type: ignore[return-value]
+
+    @strawberry.field
+    def machine(self) -> Machine:
+        return MACHINES[1]  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def machines() -> GraphQLSchema:
+    built = strawberry.Schema(query=Root)
+    shortcut_resolvers(built, [("Machine", "part")])
+    return built._schema
+
+
+@pytest.mark.parametrize(
+    ("document", "errors"),
+    [
+        ("{ machines { name count } }", 1),  # Int serialization fails on one
+        ("{ machines { name serial } }", 1),  # null for a non-null field: the list item goes
+        ("{ machine { serial } }", 1),  # ... or up to the nullable root
+        ('{ machines { part(name: "cpu") { size } } }', 0),
+        ('{ machines { part(name: "cpu") { size label } } }', 1),  # non-null below the lookup
+        ('{ machines { part(name: "gpu") { size } } }', 0),  # no such part: null
+        ('{ machines { part(name: "boom") { size } } }', 3),  # the lookup raises
+        ('{ machines { __typename part(name: "cpu") { __typename size } } }', 0),
+    ],
+)
+def test_errors_and_nulls_read_as_graphql_core_words_them(
+    machines: GraphQLSchema, document: str, errors: int
+) -> None:
+    plain, _ = both(machines, document)
+    assert len(plain.errors or ()) == errors
