@@ -9,6 +9,12 @@ Decisions are cached under a hash of the token (never the token itself): allowed
 for minutes, denied and invalid for seconds, so that a fixed permission takes
 effect quickly. Concurrent requests with the same token share one review, so a
 burst of requests costs one round trip to the API server.
+
+The reviews are made with the gateway's own credentials. When the API server
+refuses those (an exec plugin's or OIDC token that expired), they are loaded
+again at once, as the informer does, and the review is made once more; at most
+once per ``reload_interval``, so that credentials refused even when fresh do not
+run the plugin for every request.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from kubernetes.aio import client as k8s
@@ -90,6 +96,8 @@ class KubernetesAuthorizer:
         denied_ttl: float = 10.0,
         max_entries: int = 10_000,
         on_decision: Callable[[str], None] | None = None,
+        credentials: Callable[[], Awaitable[None]] | None = None,
+        reload_interval: float = 30.0,
     ) -> None:
         self.authentication = k8s.AuthenticationV1Api(api)
         self.authorization = k8s.AuthorizationV1Api(api)
@@ -99,6 +107,11 @@ class KubernetesAuthorizer:
         self.on_decision = on_decision
         self._cache: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
         self._pending: dict[str, asyncio.Future[Verdict]] = {}
+        #: Loads the gateway's credentials into the client's configuration again.
+        self._credentials = credentials
+        self.reload_interval = reload_interval
+        self._reloaded_at = -reload_interval
+        self._reloading = asyncio.Lock()
 
     async def check(self, token: str | None) -> Verdict:
         if token is None:
@@ -136,39 +149,48 @@ class KubernetesAuthorizer:
 
     async def _review(self, token: str) -> Verdict:
         try:
-            review = await self.authentication.create_token_review(
-                k8s.V1TokenReview(
-                    api_version="authentication.k8s.io/v1",
-                    kind="TokenReview",
-                    spec=k8s.V1TokenReviewSpec(token=token),
-                )
-            )
-            status = review.status
-            if status is None or not status.authenticated or status.user is None:
-                reason = (status.error if status is not None else None) or "token not accepted"
-                return Verdict(Decision.INVALID, None, reason)
-            user = status.user
-            access = await self.authorization.create_subject_access_review(
-                k8s.V1SubjectAccessReview(
-                    api_version="authorization.k8s.io/v1",
-                    kind="SubjectAccessReview",
-                    spec=k8s.V1SubjectAccessReviewSpec(
-                        user=user.username,
-                        uid=user.uid,
-                        groups=user.groups,
-                        extra=user.extra,
-                        resource_attributes=k8s.V1ResourceAttributes(
-                            group=GROUP, resource=RESOURCE, verb=VERB
-                        ),
-                    ),
-                )
-            )
+            try:
+                return await self._ask(token)
+            except k8s.ApiException as error:
+                if error.status != 401 or not await self._reload_credentials():
+                    raise
+                return await self._ask(token)
         except k8s.ApiException as error:
             log.error("authentication review failed: HTTP %s %s", error.status, error.reason)
             return Verdict(Decision.ERROR, None, "cannot check credentials right now")
         except Exception as error:  # connection refused, timeouts
             log.error("authentication review failed: %s", type(error).__name__)
             return Verdict(Decision.ERROR, None, "cannot check credentials right now")
+
+    async def _ask(self, token: str) -> Verdict:
+        """The TokenReview, then the SubjectAccessReview of the user it names."""
+        review = await self.authentication.create_token_review(
+            k8s.V1TokenReview(
+                api_version="authentication.k8s.io/v1",
+                kind="TokenReview",
+                spec=k8s.V1TokenReviewSpec(token=token),
+            )
+        )
+        status = review.status
+        if status is None or not status.authenticated or status.user is None:
+            reason = (status.error if status is not None else None) or "token not accepted"
+            return Verdict(Decision.INVALID, None, reason)
+        user = status.user
+        access = await self.authorization.create_subject_access_review(
+            k8s.V1SubjectAccessReview(
+                api_version="authorization.k8s.io/v1",
+                kind="SubjectAccessReview",
+                spec=k8s.V1SubjectAccessReviewSpec(
+                    user=user.username,
+                    uid=user.uid,
+                    groups=user.groups,
+                    extra=user.extra,
+                    resource_attributes=k8s.V1ResourceAttributes(
+                        group=GROUP, resource=RESOURCE, verb=VERB
+                    ),
+                ),
+            )
+        )
         if access.status is not None and access.status.allowed:
             return Verdict(Decision.ALLOWED, user.username, "allowed")
         reason = (access.status.reason if access.status else None) or "no RBAC rule allows it"
@@ -177,3 +199,22 @@ class KubernetesAuthorizer:
             user.username,
             f"user {user.username!r} may not {VERB} {RESOURCE}.{GROUP}: {reason}",
         )
+
+    async def _reload_credentials(self) -> bool:
+        """Load the gateway's credentials again, unless that was done just now.
+
+        Whether to ask again: also when another review has just reloaded them.
+        """
+        if self._credentials is None:
+            return False
+        async with self._reloading:
+            if time.monotonic() - self._reloaded_at < self.reload_interval:
+                return True
+            self._reloaded_at = time.monotonic()
+            log.warning("the API server refused the gateway's credentials; loading them again")
+            try:
+                await self._credentials()
+            except Exception as error:
+                log.error("cannot load the gateway's credentials again: %s", error)
+                return False
+        return True

@@ -7,7 +7,7 @@ import asyncio
 import functools
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,13 +75,18 @@ def build_source(settings: Settings) -> Source:
             raise StartupError(f"--from {path}: no such file or directory")
         return FileSource(path)
     from gateway.informer import HypervisorInformer
-    from gateway.kube import reload_credentials
 
     configuration = cluster_configuration(settings)
-    credentials = functools.partial(
+    return HypervisorInformer(configuration, credentials=_credentials(settings, configuration))
+
+
+def _credentials(settings: Settings, configuration: Configuration) -> Callable[[], Awaitable[None]]:
+    """What loads the credentials into ``configuration`` again, when the server refuses them."""
+    from gateway.kube import reload_credentials
+
+    return functools.partial(
         reload_credentials, configuration, settings.kubeconfig, settings.context
     )
-    return HypervisorInformer(configuration, credentials=credentials)
 
 
 def cluster_configuration(settings: Settings) -> Configuration:
@@ -133,8 +138,12 @@ def build_authorizer(settings: Settings, metrics: Metrics) -> Authorizer:
         raise StartupError(f"--auth {settings.auth_mode!r}: expected kubernetes or none")
     from kubernetes.aio.client import ApiClient
 
-    api = ApiClient(cluster_configuration(settings))
-    return KubernetesAuthorizer(api, on_decision=metrics.auth_decision)
+    configuration = cluster_configuration(settings)
+    return KubernetesAuthorizer(
+        ApiClient(configuration),
+        on_decision=metrics.auth_decision,
+        credentials=_credentials(settings, configuration),
+    )
 
 
 def build_cache(settings: Settings) -> ResponseCache | None:

@@ -8,12 +8,17 @@ status subresource.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ssl
+import sys
+import textwrap
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
 from gateway.parse import parse_hypervisor
 from gateway.store import Store
@@ -149,3 +154,48 @@ async def assert_converges(store: Store, api: HypervisorAPI, within: float) -> N
         raise AssertionError(
             f"cache differs from LIST: missing {missing}, extra {extra}, stale {stale}"
         ) from None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecPlugin:
+    """A kubeconfig whose user runs a credential plugin, as for OIDC or a cloud login.
+
+    The plugin hands out the text of ``token`` (write it to change the next token)
+    and logs each run to ``runs``.
+    """
+
+    kubeconfig: Path
+    token: Path
+    runs: Path
+
+    @classmethod
+    def write(cls, cluster: ControlPlane, directory: Path, first_token: str) -> ExecPlugin:
+        token, runs = directory / "token", directory / "runs"
+        token.write_text(first_token)
+        plugin = directory / "credential-plugin.py"
+        plugin.write_text(
+            textwrap.dedent(f"""
+                import json, pathlib
+                with open({str(runs)!r}, "a") as log:
+                    log.write("run\\n")
+                print(json.dumps({{
+                    "apiVersion": "client.authentication.k8s.io/v1beta1",
+                    "kind": "ExecCredential",
+                    "status": {{"token": pathlib.Path({str(token)!r}).read_text()}},
+                }}))
+            """)
+        )
+        path = cluster.write_kubeconfig(directory / "kubeconfig")
+        config = yaml.safe_load(path.read_text())
+        config["users"][0]["user"] = {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": sys.executable,
+                "args": [str(plugin)],
+            }
+        }
+        path.write_text(yaml.safe_dump(config))
+        return cls(path, token, runs)
+
+    def run_count(self) -> int:
+        return len(self.runs.read_text().split()) if self.runs.exists() else 0

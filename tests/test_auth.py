@@ -8,6 +8,7 @@ does not, and one without a token.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections import Counter
@@ -21,13 +22,13 @@ import websockets
 import yaml
 from kubernetes.aio.client import ApiClient
 
-from gateway.auth import KubernetesAuthorizer
+from gateway.auth import Decision, KubernetesAuthorizer
 from gateway.cache import BoundedMemoryCache, ResponseCache
 from gateway.informer import HypervisorInformer
-from gateway.kube import load_client_config
+from gateway.kube import load_client_config, reload_credentials
 from gateway.store import Store
 from scripts.controlplane import ControlPlane
-from tests.kubeapi import hypervisor
+from tests.kubeapi import ExecPlugin, hypervisor
 from tests.support import run_server
 
 pytestmark = pytest.mark.cluster
@@ -262,6 +263,33 @@ async def test_missing_review_permissions_are_a_clear_error(
         await api.close()
     assert response.status_code == 503
     assert response.json()["errors"][0]["message"] == "cannot check credentials right now"
+
+
+async def test_refused_gateway_credentials_are_loaded_again(
+    cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path
+) -> None:
+    """The reviews' own token expired (an exec plugin's): the plugin runs again, at once."""
+    plugin = ExecPlugin.write(cluster, tmp_path, "expired-token")
+    configuration = await load_client_config(str(plugin.kubeconfig))
+    api = ApiClient(configuration)
+    authorizer = KubernetesAuthorizer(
+        api,
+        credentials=functools.partial(reload_credentials, configuration, str(plugin.kubeconfig)),
+    )
+    try:
+        verdict = await authorizer.check(rbac["reader"])
+        assert verdict.decision is Decision.ERROR  # refused, and refused again when fresh
+        assert plugin.run_count() == 2
+        await authorizer.check(rbac["stranger"])  # no second reload within the interval
+        assert plugin.run_count() == 2
+
+        plugin.token.write_text(rbac["gateway"])  # the plugin's next token is valid
+        authorizer.reload_interval = 0
+        verdict = await authorizer.check(rbac["reader"])
+        assert verdict.decision is Decision.ALLOWED and verdict.user == "reader"
+        assert plugin.run_count() == 3
+    finally:
+        await api.close()
 
 
 async def subscribe(address: str, token: str | None) -> websockets.ClientConnection:

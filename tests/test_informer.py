@@ -14,8 +14,6 @@ import gc
 import json
 import os
 import random
-import sys
-import textwrap
 import time
 from collections.abc import AsyncIterator
 from decimal import Decimal
@@ -23,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gateway.informer import HypervisorInformer
 from gateway.kube import load_client_config, reload_credentials
@@ -33,6 +30,7 @@ from scripts.controlplane import ControlPlane
 from tests.conftest import StartInformer
 from tests.fakeapi import FakeHypervisorAPI, event, initial_events_end, obj
 from tests.kubeapi import (
+    ExecPlugin,
     HypervisorAPI,
     assert_converges,
     consumer,
@@ -361,31 +359,8 @@ async def test_expired_plugin_credentials_are_fetched_again(
 ) -> None:
     """A kubeconfig's exec plugin (or OIDC) hands out tokens that expire."""
     await api.create(hypervisor("node-1"))
-    token, runs = tmp_path / "token", tmp_path / "runs"
-    token.write_text("expired-token")
-    plugin = tmp_path / "credential-plugin.py"
-    plugin.write_text(
-        textwrap.dedent(f"""
-            import json, pathlib
-            with open({str(runs)!r}, "a") as log:
-                log.write("run\\n")
-            print(json.dumps({{
-                "apiVersion": "client.authentication.k8s.io/v1beta1",
-                "kind": "ExecCredential",
-                "status": {{"token": pathlib.Path({str(token)!r}).read_text()}},
-            }}))
-        """)
-    )
-    path = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    config = yaml.safe_load(path.read_text())
-    config["users"][0]["user"] = {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1beta1",
-            "command": sys.executable,
-            "args": [str(plugin)],
-        }
-    }
-    path.write_text(yaml.safe_dump(config))
+    plugin = ExecPlugin.write(cluster, tmp_path, "expired-token")
+    path = plugin.kubeconfig
     configuration = await load_client_config(str(path))
     informer = HypervisorInformer(
         configuration,
@@ -398,9 +373,9 @@ async def test_expired_plugin_credentials_are_fetched_again(
         await eventually(lambda: informer.status.error is not None, 5)
         assert "401" in informer.status.error
         # Refused at once, refused again with what the plugin hands out anew: then it waits.
-        await eventually(lambda: len(runs.read_text().split()) >= 3, 5)
+        await eventually(lambda: plugin.run_count() >= 3, 5)
 
-        token.write_text(cluster.tokens["admin"])  # the plugin's next token is valid
+        plugin.token.write_text(cluster.tokens["admin"])  # the plugin's next token is valid
         await eventually(lambda: store.ready and informer.status.synced, 5)
         assert informer.status.error is None
         assert set(store.snapshot.by_name) == {"node-1"}
