@@ -66,7 +66,9 @@ def build_source(settings: Settings) -> Source:
     if settings.demo:
         from gateway.demo import DemoSource
 
-        return DemoSource(size=settings.demo_size, seed=settings.demo_seed)
+        return DemoSource(
+            size=settings.demo_size, seed=settings.demo_seed, churn=settings.demo_churn
+        )
     if settings.from_path:
         from gateway.files import FileSource
 

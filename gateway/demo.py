@@ -20,6 +20,7 @@ import logging
 from typing import Any
 
 from gateway.bulk import collector_paused
+from gateway.churn import Churn
 from gateway.demoplan import REGIONS, Fleet, GiB, Host
 from gateway.domain import BUILDING_BLOCK_LABEL, REGION_LABEL, WORKER_GROUP_LABEL, ZONE_LABEL
 from gateway.source import SyncStatus
@@ -259,14 +260,27 @@ def _conditions(fleet: Fleet, host: Host) -> list[dict[str, Any]]:
 
 
 class DemoSource:
-    """Serves one generated fleet; it never changes, so there is nothing to watch."""
+    """Serves one generated fleet, changed every ``churn`` seconds if that is set.
+
+    The fleet is always current, so the source confirms it every ``confirm_every``
+    seconds (or at each change): a demo deployment's sync age stays small.
+    """
 
     def __init__(
-        self, size: int = 200, seed: int = 0, bookings_per_host: int | None = None
+        self,
+        size: int = 200,
+        seed: int = 0,
+        bookings_per_host: int | None = None,
+        churn: float = 0.0,
+        confirm_every: float = 10.0,
     ) -> None:
+        if churn < 0:
+            raise ValueError(f"the churn interval must not be negative, got {churn}")
         self.size = size
         self.seed = seed
         self.bookings_per_host = bookings_per_host
+        self.churn = churn
+        self.confirm_every = confirm_every
         self.status = SyncStatus(source="demo")
 
     async def run(self, store: Store) -> None:
@@ -277,4 +291,11 @@ class DemoSource:
         self.status.synced = True
         self.status.confirm()
         log.info("demo fleet loaded: %d hypervisors (seed %d)", len(objects), self.seed)
-        await asyncio.Event().wait()
+        churn = await asyncio.to_thread(Churn, objects, self.seed) if self.churn else None
+        del objects
+        while True:
+            await asyncio.sleep(self.churn or self.confirm_every)
+            changed = churn.step() if churn is not None else None
+            if changed is not None:
+                store.upsert(changed)
+            self.status.confirm(event=changed is not None)

@@ -21,6 +21,7 @@ class Settings:
     demo: bool = False
     demo_size: int = 200
     demo_seed: int = 0
+    demo_churn: float = 0.0
     from_path: str | None = None
     kubeconfig: str | None = None
     context: str | None = None
@@ -57,6 +58,12 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
     ("port", "GATEWAY_PORT", int, "port to bind (default 8080)"),
     ("demo_size", "GATEWAY_DEMO_SIZE", int, "hypervisors in the demo fleet (default 200)"),
     ("demo_seed", "GATEWAY_DEMO_SEED", int, "seed of the demo fleet (default 0)"),
+    (
+        "demo_churn",
+        "GATEWAY_DEMO_CHURN",
+        float,
+        "create or delete a demo instance every this many seconds (default 0: never)",
+    ),
     (
         "from_path",
         "GATEWAY_FROM",
