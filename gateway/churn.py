@@ -48,8 +48,11 @@ class Churn:
             c for c in consumers if c.get("consumerType") == "INSTANCE" and c["uuid"] in running
         ]
         template = self.rng.choice(consumers) if consumers else None
-        create = template is not None and (not deletable or self.rng.random() < 0.5)
-        if template is not None and create and _fits(obj, template["resources"]):
+        if (
+            template is not None
+            and (not deletable or self.rng.random() < 0.5)
+            and _fits(obj, template["resources"])
+        ):
             changed = self._create(obj, template)
         elif deletable:
             changed = _delete(obj, self.rng.choice(deletable))

@@ -16,10 +16,11 @@ Files are polled (modification time, change time, size, inode): no dependency, a
 it also sees a ConfigMap update, which swaps a symlink. A changed file is read once
 it has held still for one poll, so that one caught while being written (truncated,
 half written) is never taken for its content; the first scan reads at once. Each
-change replaces the whole store at once. A file that cannot be read or parsed keeps the objects it
-last gave, and ``status.error`` names it until it is fixed; a file that goes away
-from a directory takes its objects with it. If PATH itself goes away, everything
-is kept and reported, since a vanished mount is more likely than an empty fleet.
+change replaces the whole store at once. A file that cannot be read or parsed
+keeps the objects it last gave, and ``status.error`` names it until it is fixed; a
+file that goes away from a directory takes its objects with it. If PATH itself
+goes away, everything is kept and reported, since a vanished mount is more likely
+than an empty fleet.
 """
 
 from __future__ import annotations
