@@ -8,7 +8,8 @@ one deleted. The object changes as Placement's bookings and the node agent would
 write it: ``spec.bookings``, ``status.instances``, ``numInstances`` and the
 allocation totals (per-cell figures are left as they were, as if the agent had
 not yet reported them). The steps come from a seeded generator: one seed, one
-sequence of changes.
+sequence of changes. Each change is applied to the store that serves the fleet,
+whose parsed records also tell what fits where.
 """
 
 from __future__ import annotations
@@ -21,23 +22,30 @@ from decimal import Decimal
 from typing import Any
 
 from gateway import capacity
-from gateway.parse import parse_hypervisor
+from gateway.domain import Hypervisor
 from gateway.quantity import QuantityError, format_quantity, parse_quantity
+from gateway.store import Store
 
 __all__ = ["Churn"]
 
 
 class Churn:
-    """Makes one change at a time to the hosts of ``objects`` that can take one."""
+    """Changes, one at a time, the hosts of ``objects`` (served by ``store``) that can take one."""
 
-    def __init__(self, objects: Iterable[dict[str, Any]], seed: int = 0) -> None:
+    def __init__(self, store: Store, objects: Iterable[dict[str, Any]], seed: int = 0) -> None:
+        self.store = store
         self.rng = random.Random(seed)
-        self.objects = {o["metadata"]["name"]: o for o in objects if _changeable(o)}
+        records = store.snapshot.by_name
+        self.objects = {
+            name: o
+            for o in objects
+            if (name := o["metadata"]["name"]) in records and _changeable(o, records[name])
+        }
         self.names = sorted(self.objects)
         self.created = 0
 
     def step(self) -> dict[str, Any] | None:
-        """The changed object of one host; None when no host can change."""
+        """Change one host in the store; its new object, or None when no host can change."""
         if not self.names:
             return None
         name = self.rng.choice(self.names)
@@ -51,7 +59,7 @@ class Churn:
         if (
             template is not None
             and (not deletable or self.rng.random() < 0.5)
-            and _fits(obj, template["resources"])
+            and _fits(self.store.snapshot.by_name[name], template["resources"])
         ):
             changed = self._create(obj, template)
         elif deletable:
@@ -59,6 +67,7 @@ class Churn:
         else:
             return None
         self.objects[name] = changed
+        self.store.upsert(changed)
         return changed
 
     def _create(self, obj: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
@@ -84,10 +93,9 @@ def _delete(obj: dict[str, Any], consumer: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
-def _changeable(obj: dict[str, Any]) -> bool:
+def _changeable(obj: dict[str, Any], record: Hypervisor) -> bool:
     """A tracked host that is Ready, not in maintenance, and whose figures add up."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    record = parse_hypervisor(obj)
     return (
         isinstance(spec.get("bookings"), list)
         and isinstance(status.get("instances"), list)
@@ -98,12 +106,12 @@ def _changeable(obj: dict[str, Any]) -> bool:
     )
 
 
-def _fits(obj: dict[str, Any], resources: dict[str, Any]) -> bool:
+def _fits(record: Hypervisor, resources: dict[str, Any]) -> bool:
     try:
         request = {name: parse_quantity(amount) for name, amount in resources.items()}
     except QuantityError:
         return False
-    return capacity.fits(parse_hypervisor(obj), request)
+    return capacity.fits(record, request)
 
 
 def _account(status: dict[str, Any], resources: dict[str, Any], sign: int) -> None:

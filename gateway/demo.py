@@ -291,11 +291,9 @@ class DemoSource:
         self.status.synced = True
         self.status.confirm()
         log.info("demo fleet loaded: %d hypervisors (seed %d)", len(objects), self.seed)
-        churn = await asyncio.to_thread(Churn, objects, self.seed) if self.churn else None
+        churn = Churn(store, objects, self.seed) if self.churn else None
         del objects
         while True:
             await asyncio.sleep(self.churn or self.confirm_every)
             changed = churn.step() if churn is not None else None
-            if changed is not None:
-                store.upsert(changed)
             self.status.confirm(event=changed is not None)

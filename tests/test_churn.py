@@ -21,15 +21,23 @@ def consumers(record: Hypervisor) -> dict[str, ConsumerBooking]:
     return {b.uuid: b for b in record.consumers}
 
 
+def served(fleet: list[dict[str, Any]]) -> Store:
+    store = Store()
+    store.replace(copy.deepcopy(fleet))
+    return store
+
+
 def test_each_step_books_or_releases_one_running_instance() -> None:
     fleet = generate(120, seed=5)
     records = {o["metadata"]["name"]: parse_hypervisor(o) for o in fleet}
-    churn = Churn(copy.deepcopy(fleet), seed=5)
+    store = served(fleet)
+    churn = Churn(store, fleet, seed=5)
     seen = set()
     for _ in range(200):
         changed = churn.step()
         assert changed is not None
         after = parse_hypervisor(changed)
+        assert store.snapshot.by_name[after.name].resources == after.resources
         before = records[after.name]
         added = consumers(after).keys() - consumers(before).keys()
         removed = consumers(before).keys() - consumers(after).keys()
@@ -53,7 +61,8 @@ def test_each_step_books_or_releases_one_running_instance() -> None:
 
 def test_the_same_seed_makes_the_same_changes() -> None:
     def changes(seed: int) -> list[dict[str, Any] | None]:
-        churn = Churn(generate(60, seed=1), seed=seed)
+        fleet = generate(60, seed=1)
+        churn = Churn(served(fleet), fleet, seed=seed)
         return [churn.step() for _ in range(20)]
 
     assert changes(2) == changes(2)
@@ -62,13 +71,13 @@ def test_the_same_seed_makes_the_same_changes() -> None:
 
 def test_hosts_that_cannot_take_a_change_are_left_alone() -> None:
     fleet = generate(200, seed=0)
-    changeable = set(Churn(fleet).names)
+    changeable = set(Churn(served(fleet), fleet).names)
     records = [parse_hypervisor(o) for o in fleet]
     assert changeable and len(changeable) < len(records)
     for record in records:
         if record.name in changeable:
             assert record.ready and record.maintenance is None and record.bookings_tracked
-    assert Churn([]).step() is None
+    assert Churn(Store(), []).step() is None
 
 
 async def test_the_demo_source_churns_and_confirms() -> None:
