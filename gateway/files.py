@@ -268,7 +268,7 @@ class FileSource:
                     )
                     rejected[earlier] = f"Hypervisor {name} is defined again in {where}, which wins"
                 chosen[name] = (where, obj)
-        store.replace(obj for _, obj in chosen.values())
+        store.replace((obj for _, obj in chosen.values()), versioned=False)
         store.rejected.update(rejected)
         errors = [f.error for f in self._files.values() if f.error]
         if self._path_error:

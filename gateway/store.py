@@ -162,14 +162,22 @@ class Store:
         """The source has delivered a complete first view of the fleet."""
         self.ready = True
 
-    def replace(self, objects: Iterable[Any], resource_version: str | None = None) -> None:
+    def replace(
+        self,
+        objects: Iterable[Any],
+        resource_version: str | None = None,
+        *,
+        versioned: bool = True,
+    ) -> None:
         """Swap in a complete new set of objects (a relist or a reload).
 
         Objects missing from the new set are deleted; objects whose resourceVersion
         (or, without one, whose content) did not change keep their parsed record
-        and cause no change event.
+        and cause no change event. ``versioned=False`` says the objects do not come
+        from the API server: a resourceVersion they carry is a copy (a file saved
+        with ``kubectl get -o yaml`` and then edited), so their content decides.
         """
-        self.commit(self.prepare(objects), resource_version)
+        self.commit(self.prepare(objects, versioned=versioned), resource_version)
 
     async def replace_async(
         self, objects: Iterable[Any], resource_version: str | None = None
@@ -177,7 +185,9 @@ class Store:
         """:meth:`replace`, parsing in a worker thread: the event loop keeps serving."""
         self.commit(await asyncio.to_thread(self.prepare, objects), resource_version)
 
-    def prepare(self, objects: Iterable[Any], start: int = 0) -> Prepared:
+    def prepare(
+        self, objects: Iterable[Any], start: int = 0, *, versioned: bool = True
+    ) -> Prepared:
         """Parse a complete set of objects (or a part of it) without touching the store.
 
         Safe to run in a worker thread, so that a large relist does not stall the
@@ -188,7 +198,7 @@ class Store:
         prepared = Prepared({}, {}, {})
         with collector_paused():
             for position, obj in enumerate(objects, start):
-                hypervisor = self._parse(obj, old, prepared, f"#{position}")
+                hypervisor = self._parse(obj, old, prepared, f"#{position}", versioned)
                 if hypervisor is not None:
                     prepared.hypervisors[hypervisor.name] = hypervisor
         return prepared
@@ -212,7 +222,7 @@ class Store:
         """Add or update one object (a watch event)."""
         old = self._snapshot.by_name
         prepared = Prepared({}, self.rejected, self._fingerprints)
-        hypervisor = self._parse(obj, old, prepared, "?")
+        hypervisor = self._parse(obj, old, prepared, "?", True)
         if hypervisor is None:
             self._commit(old, [], resource_version)
             return
@@ -241,14 +251,20 @@ class Store:
         self._commit(self._snapshot.by_name, [], resource_version)
 
     def _parse(
-        self, obj: Any, old: Mapping[str, Hypervisor], prepared: Prepared, where: str
+        self,
+        obj: Any,
+        old: Mapping[str, Hypervisor],
+        prepared: Prepared,
+        where: str,
+        versioned: bool,
     ) -> Hypervisor | None:
         meta = obj.get("metadata") if isinstance(obj, Mapping) else None
         name = meta.get("name") if isinstance(meta, Mapping) else None
         version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
         previous = old.get(name) if isinstance(name, str) else None
-        if version is None and isinstance(name, str):
-            # Objects from files carry no resourceVersion: their content stands in.
+        if (version is None or not versioned) and isinstance(name, str):
+            # Only the API server's resourceVersions change with every write:
+            # without one, the content stands in.
             fingerprint = _fingerprint(obj)
             if previous is not None and self._fingerprints.get(name) == fingerprint:
                 prepared.fingerprints[name] = fingerprint

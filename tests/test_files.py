@@ -229,6 +229,21 @@ async def test_changes_are_reloaded_without_resource_versions(tmp_path: Path, se
     await until(lambda: names(store) == ["a", "b"])
 
 
+async def test_an_edit_counts_even_where_a_copied_resource_version_stays(
+    tmp_path: Path, serve: Any
+) -> None:
+    """``kubectl get -o yaml`` saves the resourceVersion, and an edit leaves it as it was."""
+    saved = hypervisor("a", cpu=64)
+    saved["metadata"].update(resourceVersion="4711", uid="uid-a", generation=3)
+    path = dump(tmp_path / "a.yaml", saved)
+    _, store = await serve(tmp_path)
+    assert store.snapshot.by_name["a"].resource_version == "4711"
+
+    saved["status"]["capacity"]["cpu"] = 128
+    dump(path, saved)
+    await until(lambda: store.snapshot.by_name["a"].capacity["cpu"] == 128)
+
+
 def test_a_file_is_read_once_it_holds_still(tmp_path: Path) -> None:
     """A poll that catches a file being rewritten (truncated, then half written) skips it."""
     path = dump(tmp_path / "a.yaml", hypervisor("a"), hypervisor("b"))

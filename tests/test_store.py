@@ -179,6 +179,18 @@ def test_objects_without_version_are_compared_by_content(store: Store) -> None:
     assert store.snapshot.by_name["a"].zone == "z9"
 
 
+def test_objects_from_elsewhere_are_compared_by_content_despite_a_version(store: Store) -> None:
+    """Only the API server moves resourceVersion with every write; a file's is a copy."""
+    store.replace([host("a", "5", cpu=8)], versioned=False)
+    first = store.snapshot.by_name["a"]
+    store.replace([host("a", "5", cpu=8)], versioned=False)
+    assert store.snapshot.by_name["a"] is first
+    store.replace([host("a", "5", cpu=16)], versioned=False)
+    assert store.snapshot.by_name["a"].resources["cpu"].physical == 16
+    store.replace([host("a", "5", cpu=32)])  # from the API server: the same version, kept
+    assert store.snapshot.by_name["a"].resources["cpu"].physical == 16
+
+
 def test_a_snapshot_never_changes(store: Store) -> None:
     store.replace(
         [
