@@ -6,6 +6,12 @@ graphql-transport-ws, and a client that polls a GraphQL query until the answer
 carries the written resourceVersion. Writes are one at a time, each a merge
 patch of a host's status; every delay is counted from the moment the PATCH
 response arrived (which the watch may beat: then the delay is negative).
+
+The poller is as small a client as the watch, one keep-alive HTTP/1.1
+connection written to directly: a poll's round trip is the resolution of the
+answer's delay, and through httpx each took ~1.5 ms of the client's own time
+(against ~0.2 ms of the gateway's, at 5,000 hosts), more than the gateway
+needs to apply a write.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import websockets
 from bench.fleet import MERGE_PATCH, async_client
 from scripts.controlplane import HYPERVISORS, ControlPlane
 
-__all__ = ["Arrivals", "write_delays"]
+__all__ = ["Arrivals", "Poller", "write_delays"]
 
 POLL = "query Version($name: String!) { hypervisor(name: $name) { resourceVersion } }"
 SUBSCRIBE = "subscription Changes($names: [String!]) { hypervisorChanged(filter: {names: $names}) { type hypervisor { name resourceVersion } } }"  # noqa: E501
@@ -75,11 +81,42 @@ async def _subscription(
                 raise RuntimeError(f"subscription ended: {message}")
 
 
-async def _poll(gateway: httpx.AsyncClient, name: str, version: str, within: float = 30) -> float:
+class Poller:
+    """One keep-alive HTTP/1.1 connection that POSTs GraphQL requests to ``/graphql``."""
+
+    def __init__(self, url: str) -> None:
+        address = httpx.URL(url)
+        self._host, self._port = address.host, address.port or 80
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def __aenter__(self) -> Poller:
+        self._reader, self._writer = await asyncio.open_connection(self._host, self._port)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    async def ask(self, body: bytes) -> Any:
+        """The JSON answer to one request; anything but a 200 with a length raises."""
+        assert self._reader is not None and self._writer is not None
+        self._writer.write(
+            b"POST /graphql HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (self._host.encode(), len(body), body)
+        )
+        head = (await self._reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        fields = dict(line.lower().split(": ", 1) for line in head[1:] if line)
+        if head[0].split(" ")[1] != "200" or "content-length" not in fields:
+            raise RuntimeError(f"unexpected answer from the gateway: {head}")
+        return json.loads(await self._reader.readexactly(int(fields["content-length"])))
+
+
+async def _poll(gateway: Poller, name: str, version: str, within: float = 30) -> float:
     deadline = time.perf_counter() + within
-    body = {"query": POLL, "variables": {"name": name}}
+    body = json.dumps({"query": POLL, "variables": {"name": name}}).encode()
     while time.perf_counter() < deadline:
-        answer = (await gateway.post("/graphql", json=body)).json()
+        answer = await gateway.ask(body)
         if answer["data"]["hypervisor"]["resourceVersion"] == version:
             return time.perf_counter()
     raise TimeoutError(f"the gateway never answered with {name} at {version}")
@@ -92,7 +129,7 @@ async def write_delays(
     watch, subscription = Arrivals(), Arrivals()
     delays: dict[str, list[float]] = {"watch": [], "answer": [], "subscription": []}
     subscribed = asyncio.Event()
-    async with async_client(plane) as api, httpx.AsyncClient(base_url=gateway_url) as gateway:
+    async with async_client(plane) as api, Poller(gateway_url) as gateway:
         start = (await api.get(HYPERVISORS, params={"limit": 1})).json()["metadata"]
         readers = [
             asyncio.create_task(_bare_watch(api, start["resourceVersion"], watch)),

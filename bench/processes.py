@@ -43,7 +43,13 @@ class Server:
         return self.process.pid
 
     def wait_ready(self, path: str = "/readyz", timeout: float = 600) -> float:
-        """Poll ``path`` until it answers 200; returns seconds since the process was spawned."""
+        """Poll ``path`` until it answers 200; returns seconds since the process was spawned.
+
+        Every 20 ms: the figure is off by at most that, and the polls take little
+        from the process measured (each /readyz cost the gateway ~180 us of CPU and
+        the client ~0.5 ms more on the same two cores; every 5 ms that was ~3% of
+        the loading gateway's CPU and ~7% of a core).
+        """
         deadline = time.perf_counter() + timeout
         with httpx.Client(base_url=self.url, timeout=5) as http:
             while time.perf_counter() < deadline:
@@ -54,7 +60,7 @@ class Server:
                         return time.perf_counter() - self.started
                 except httpx.HTTPError:
                     pass
-                time.sleep(0.005)
+                time.sleep(0.02)
         raise RuntimeError(f"{self.url}{path} not ready after {timeout}s")
 
     def stop(self) -> None:
