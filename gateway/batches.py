@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
+from gateway.bulk import collector_paused
 from gateway.store import Prepared, Store
 
-__all__ = ["Batches"]
+__all__ = ["Batches", "parsing"]
 
 #: Batches received ahead of the parser.
 _AHEAD = 2
@@ -20,9 +23,10 @@ class Batches:
     The API server works while the gateway parses. At most ``_AHEAD`` batches of
     raw JSON objects (many times their records' size) wait for the parser, so
     memory stays bounded however large the fleet. Callers pause the cyclic
-    collector meanwhile: decoding and parsing a fleet builds millions of objects
-    and no cycles, and the collector's full passes over the growing heap would
-    cost more than the decoding itself (see gateway.bulk).
+    collector meanwhile (:func:`parsing` does): decoding and parsing a fleet
+    builds millions of objects and no cycles, and the collector's full passes
+    over the growing heap would cost more than the decoding itself (see
+    gateway.bulk).
     """
 
     def __init__(self, store: Store) -> None:
@@ -47,3 +51,19 @@ class Batches:
     def cancel(self) -> None:
         for future in self._parsing:
             future.cancel()
+
+
+@contextlib.contextmanager
+def parsing(store: Store) -> Iterator[Batches]:
+    """Batches for one complete set, with the cyclic collector paused for the whole block.
+
+    The block ends after the set is committed, so that the store's settle is the
+    one collection to walk the new records (see HypervisorInformer._synced).
+    Batches still being parsed when it is left (an error, a cancel) are cancelled.
+    """
+    batches = Batches(store)
+    with collector_paused():
+        try:
+            yield batches
+        finally:
+            batches.cancel()

@@ -34,8 +34,7 @@ from typing import Any
 import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration
 
-from gateway.batches import Batches
-from gateway.bulk import collector_paused
+from gateway.batches import parsing
 from gateway.source import SyncStatus
 from gateway.store import Prepared, Store
 from gateway.wire import (
@@ -177,29 +176,24 @@ class HypervisorInformer:
         one point in time and the list's resourceVersion is a safe watch start.
         An expired token (410 mid-list) cannot be resumed consistently: start over.
         """
-        batches = Batches(store)
         token: str | None = None
-        # See gateway.batches for why the collector waits until the whole set is parsed.
-        with collector_paused():
-            try:
-                while True:
-                    query = {"limit": str(self._page_size)}
-                    if token:
-                        query["continue"] = token
-                    response = await get(client, PATH, query, self._list_timeout)
-                    async with response:
-                        body = await read_json(response)
-                    items = body.get("items") or []
-                    metadata = body.get("metadata") or {}
-                    token = metadata.get("continue") or None
-                    del body
-                    await batches.add(items)
-                    del items
-                    if token is None:
-                        break
-                prepared = await batches.finish()
-            finally:
-                batches.cancel()
+        with parsing(store) as batches:
+            while True:
+                query = {"limit": str(self._page_size)}
+                if token:
+                    query["continue"] = token
+                response = await get(client, PATH, query, self._list_timeout)
+                async with response:
+                    body = await read_json(response)
+                items = body.get("items") or []
+                metadata = body.get("metadata") or {}
+                token = metadata.get("continue") or None
+                del body
+                await batches.add(items)
+                del items
+                if token is None:
+                    break
+            prepared = await batches.finish()
             self._synced(store, prepared, str(metadata["resourceVersion"]), batches.count)
 
     def _synced(self, store: Store, prepared: Prepared, resource_version: str, count: int) -> None:
@@ -272,41 +266,35 @@ class HypervisorInformer:
 
     async def _load_initial(self, stream: AsyncIterator[bytes], store: Store) -> None:
         """Read the initial ADDED events up to the bookmark that ends them; commit them."""
-        batches = Batches(store)
         batch: list[Any] = []
-        with collector_paused():
-            try:
-                # A server that ignores sendInitialEvents (older than 1.27) sends
-                # nothing until something changes; a streaming one starts at once,
-                # with the end bookmark if the collection is empty.
-                wait: float | None = self._list_timeout
-                while True:
-                    try:
-                        line = await asyncio.wait_for(anext(stream), wait)
-                    except TimeoutError:
-                        raise NoStreaming("no initial events from the server") from None
-                    except StopAsyncIteration:
-                        raise ApiError(
-                            "stream ended before the initial state was complete"
-                        ) from None
-                    wait = None
-                    event = json.loads(line)
-                    kind, obj = event.get("type"), event.get("object") or {}
-                    if kind == "ADDED":
-                        batch.append(obj)
-                        if len(batch) >= self._batch_size:
-                            await batches.add(batch)
-                            batch = []
-                    elif kind == "BOOKMARK" and _ends_initial_events(obj):
-                        break
-                    elif kind == "ERROR":
-                        raise_status(obj)
-                    elif kind != "BOOKMARK":
-                        log.warning("%s: ignoring %r in the initial state", RESOURCE, kind)
-                await batches.add(batch)
-                prepared = await batches.finish()
-            finally:
-                batches.cancel()
+        with parsing(store) as batches:
+            # A server that ignores sendInitialEvents (older than 1.27) sends
+            # nothing until something changes; a streaming one starts at once,
+            # with the end bookmark if the collection is empty.
+            wait: float | None = self._list_timeout
+            while True:
+                try:
+                    line = await asyncio.wait_for(anext(stream), wait)
+                except TimeoutError:
+                    raise NoStreaming("no initial events from the server") from None
+                except StopAsyncIteration:
+                    raise ApiError("stream ended before the initial state was complete") from None
+                wait = None
+                event = json.loads(line)
+                kind, obj = event.get("type"), event.get("object") or {}
+                if kind == "ADDED":
+                    batch.append(obj)
+                    if len(batch) >= self._batch_size:
+                        await batches.add(batch)
+                        batch = []
+                elif kind == "BOOKMARK" and _ends_initial_events(obj):
+                    break
+                elif kind == "ERROR":
+                    raise_status(obj)
+                elif kind != "BOOKMARK":
+                    log.warning("%s: ignoring %r in the initial state", RESOURCE, kind)
+            await batches.add(batch)
+            prepared = await batches.finish()
             self._synced(store, prepared, str(obj["metadata"]["resourceVersion"]), batches.count)
 
     def _apply(self, event: Any, store: Store) -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from typing import Any
 
-from gateway.batches import Batches
+import pytest
+
+from gateway.batches import Batches, parsing
 from gateway.store import Prepared, Store
 from tests.objects import hypervisor
 
@@ -45,3 +48,17 @@ async def test_no_more_than_two_batches_wait_for_the_parser() -> None:
     store.go.set()
     await third
     assert set((await batches.finish()).hypervisors) == {"a", "b", "c"}
+
+
+async def test_parsing_pauses_the_collector_and_cancels_what_is_left_on_the_way_out() -> None:
+    store = _HeldStore()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="the stream broke"), parsing(store) as batches:
+        assert not gc.isenabled()
+        await batches.add([hypervisor("a")])
+        raise RuntimeError("the stream broke")
+    assert gc.isenabled()
+    await asyncio.sleep(0)
+    pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+    assert pending == []
+    store.go.set()
