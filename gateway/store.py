@@ -198,7 +198,7 @@ class Store:
         prepared = Prepared({}, {}, {})
         with collector_paused():
             for position, obj in enumerate(objects, start):
-                hypervisor = self._parse(obj, old, prepared, f"#{position}", versioned)
+                hypervisor = self._parse(obj, old, prepared, f"#{position}", versioned=versioned)
                 if hypervisor is not None:
                     prepared.hypervisors[hypervisor.name] = hypervisor
         return prepared
@@ -222,7 +222,7 @@ class Store:
         """Add or update one object (a watch event)."""
         old = self._snapshot.by_name
         prepared = Prepared({}, self.rejected, self._fingerprints)
-        hypervisor = self._parse(obj, old, prepared, "?", True)
+        hypervisor = self._parse(obj, old, prepared, "?", versioned=True)
         if hypervisor is None:
             self._commit(old, [], resource_version)
             return
@@ -256,6 +256,7 @@ class Store:
         old: Mapping[str, Hypervisor],
         prepared: Prepared,
         where: str,
+        *,
         versioned: bool,
     ) -> Hypervisor | None:
         meta = obj.get("metadata") if isinstance(obj, Mapping) else None
