@@ -22,7 +22,8 @@ def main() -> int:
     parser.add_argument("--bookings", type=int, default=40, help="bookings per host (default 40)")
     parser.add_argument("--runs", type=int, default=30, help="timed runs of each uncached query")
     parser.add_argument("--cached-runs", type=int, default=300, help="timed runs of cached queries")
-    parser.add_argument("--writes", type=int, default=100, help="writes for the delay figures")
+    parser.add_argument("--writes", type=int, default=300, help="writes for the delay figures")
+    parser.add_argument("--starts", type=int, default=3, help="timed gateway starts, each fleet")
     parser.add_argument("--rps-seconds", type=int, default=10, help="seconds of load per server")
     parser.add_argument("--output", type=Path, help="write the report here (e.g. bench/RESULTS.md)")
     parser.add_argument(
@@ -41,6 +42,7 @@ def main() -> int:
                 runs=args.runs,
                 cached_runs=args.cached_runs,
                 writes=args.writes,
+                starts=args.starts,
                 rps_seconds=args.rps_seconds,
                 workdir=logs,
             )

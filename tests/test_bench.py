@@ -17,19 +17,29 @@ def test_a_tiny_run_measures_every_figure_and_reports_every_target(tmp_path: Pat
     if shutil.which("wrk") is None:
         pytest.skip("wrk is not installed (apt-get install wrk)")
     options = Options(
-        size=50, bookings=5, runs=2, cached_runs=3, writes=3, rps_seconds=1, workdir=tmp_path
+        size=50,
+        bookings=5,
+        runs=2,
+        cached_runs=3,
+        writes=3,
+        starts=2,
+        rps_seconds=1,
+        workdir=tmp_path,
     )
     # run() itself fails when the gateway's free capacity differs from the script's.
     figures = run(options, log=lambda message: None)
 
     assert figures["size"] == 50
     assert figures["delay_answer"].n == figures["delay_watch"].n == 3
+    assert figures["ready_loaded"].n == figures["ready_empty"].n == 2
+    assert figures["rss_loaded"] > 0 and figures["rss_empty"] > 0
     assert figures["list_bytes"] > 0
     assert figures["rps_gateway"] > 0 and figures["rps_bare"] > 0
     assert figures["rss_relist_peak"] > 0
     report = markdown([figures, figures], "python -m bench --sizes 50")
     assert report.count("PASS") + report.count("FAIL") == 2 * len(TARGETS)
     assert "Growth with fleet size" in report
+    assert report.count("| start to ready |") == 2  # the fixed cost and the cost per host
 
 
 def test_the_live_figures_come_from_a_real_websocket() -> None:
