@@ -11,10 +11,10 @@ effect quickly. Concurrent requests with the same token share one review, so a
 burst of requests costs one round trip to the API server.
 
 The reviews are made with the gateway's own credentials. When the API server
-refuses those (an exec plugin's or OIDC token that expired), they are loaded
-again at once, as the informer does, and the review is made once more; at most
-once per ``reload_interval``, so that credentials refused even when fresh do not
-run the plugin for every request.
+refuses those (an exec plugin's or OIDC token that expired, a client certificate
+past its end), they are loaded again at once, as the informer does, and the
+review is made once more; at most once per ``reload_interval``, so that
+credentials refused even when fresh do not run the plugin for every request.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from kubernetes.aio import client as k8s
+
+from gateway.kube import client_certificate, present_current_certificate
 
 __all__ = [
     "AllowAll",
@@ -101,6 +103,8 @@ class KubernetesAuthorizer:
     ) -> None:
         self.authentication = k8s.AuthenticationV1Api(api)
         self.authorization = k8s.AuthorizationV1Api(api)
+        self._api = api
+        self._presented = client_certificate(api.configuration)
         self.allowed_ttl = allowed_ttl
         self.denied_ttl = denied_ttl
         self.max_entries = max_entries
@@ -214,6 +218,7 @@ class KubernetesAuthorizer:
             log.warning("the API server refused the gateway's credentials; loading them again")
             try:
                 await self._credentials()
+                self._presented = await present_current_certificate(self._api, self._presented)
             except Exception as error:
                 log.error("cannot load the gateway's credentials again: %s", error)
                 return False

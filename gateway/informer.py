@@ -35,6 +35,7 @@ import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration
 
 from gateway.batches import parsing
+from gateway.kube import client_certificate, present_current_certificate
 from gateway.source import SyncStatus
 from gateway.store import Prepared, Store
 from gateway.wire import (
@@ -80,7 +81,8 @@ class HypervisorInformer:
     closes first, and a connection that outlives both is dead and gets dropped.
     ``list_timeout`` bounds each LIST page, and the wait for a stream's first event.
     ``credentials`` loads the credentials into ``configuration`` again; it is
-    called when the server refuses them, since they may just have expired.
+    called when the server refuses them, since they may just have expired (a
+    new client certificate among them is presented from the next request on).
     """
 
     def __init__(
@@ -116,9 +118,13 @@ class HypervisorInformer:
         self._watches = 0
 
     async def run(self, store: Store) -> None:
+        presented = client_certificate(self._configuration)
         async with ApiClient(configuration=self._configuration) as client:
             while True:
                 try:
+                    # A client certificate rotated meanwhile (its file, or by a reload
+                    # after a 401) needs a new TLS context before the next request.
+                    presented = await present_current_certificate(client, presented)
                     if self._resource_version is None and not self._stream:
                         await self._list(client, store)
                     await self._watch(client, store)

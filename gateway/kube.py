@@ -12,9 +12,15 @@ import os
 from pathlib import Path
 
 from kubernetes.aio import config as kube_config
-from kubernetes.aio.client import Configuration
+from kubernetes.aio.client import ApiClient, Configuration, rest
 
-__all__ = ["KubeConfigError", "load_client_config", "reload_credentials"]
+__all__ = [
+    "KubeConfigError",
+    "client_certificate",
+    "load_client_config",
+    "present_current_certificate",
+    "reload_credentials",
+]
 
 DEFAULT_KUBECONFIG = Path("~/.kube/config")
 
@@ -63,11 +69,45 @@ async def reload_credentials(
 
     Tokens from an exec plugin or an OIDC provider expire, and a kubeconfig
     mounted from a Secret gets rotated; the loader runs the plugin (or refreshes
-    the token, or reads the file) anew. Only the bearer token is replaced: a new
-    client certificate takes a restart, as the client builds its TLS context once.
+    the token, or reads the file) anew. A client reads the token per request;
+    a new client certificate needs :func:`present_current_certificate`.
     """
     fresh = await load_client_config(kubeconfig, context)
     configuration.api_key = fresh.api_key
+    configuration.cert_file, configuration.key_file = fresh.cert_file, fresh.key_file
+
+
+def client_certificate(configuration: Configuration) -> bytes:
+    """The client certificate and key a client built now would present (empty for none).
+
+    By content, not by name: a file rotated in place keeps its name (inline data
+    and a plugin's certificate get a file named anew by the loader).
+    """
+    parts = []
+    for path in (configuration.cert_file, configuration.key_file):
+        if path:
+            try:
+                parts.append(Path(path).read_bytes())
+            except OSError as error:  # mid-rotation; building a client will say so
+                parts.append(f"unreadable: {error}".encode())
+    return b"\0".join(parts)
+
+
+async def present_current_certificate(api: ApiClient, presented: bytes) -> bytes:
+    """Renew ``api``'s TLS context if its client certificate is no longer ``presented``.
+
+    A client loads its certificate into the TLS context once, when it is built,
+    so a rotated one reaches the API server only through a new context (and a
+    new connection pool: open connections keep the old handshake). Returns the
+    certificate presented from now on; raises OSError if it cannot be loaded,
+    and then ``api`` stays as it was.
+    """
+    current = client_certificate(api.configuration)
+    if current != presented:
+        stale = api.rest_client
+        api.rest_client = rest.RESTClientObject(api.configuration)
+        await stale.close()
+    return current
 
 
 def _default_kubeconfig() -> str | None:

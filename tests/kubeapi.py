@@ -199,3 +199,32 @@ class ExecPlugin:
 
     def run_count(self) -> int:
         return len(self.runs.read_text().split()) if self.runs.exists() else 0
+
+
+@dataclasses.dataclass(frozen=True)
+class CertificateUser:
+    """A kubeconfig whose user presents a client certificate from files, as cert-manager
+    or a mounted Secret keeps them; :meth:`rotate` replaces them in place."""
+
+    kubeconfig: Path
+    cluster: ControlPlane
+    directory: Path
+
+    @classmethod
+    def write(cls, cluster: ControlPlane, directory: Path, trusted: bool) -> CertificateUser:
+        user = cls(directory / "kubeconfig", cluster, directory)
+        user.rotate(trusted)
+        config = yaml.safe_load(cluster.write_kubeconfig(user.kubeconfig).read_text())
+        config["users"][0]["user"] = {
+            "client-certificate": str(directory / "client.crt"),
+            "client-key": str(directory / "client.key"),
+        }
+        user.kubeconfig.write_text(yaml.safe_dump(config))
+        return user
+
+    def rotate(self, trusted: bool = True) -> None:
+        """A new key and certificate: the cluster's CA signs it, or with ``trusted=False`` none
+        it knows (refused with 401, as a certificate past its end is)."""
+        self.cluster.issue_client_certificate(
+            self.directory, "certificate-user", ("system:masters",), trusted
+        )

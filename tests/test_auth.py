@@ -28,7 +28,7 @@ from gateway.informer import HypervisorInformer
 from gateway.kube import load_client_config, reload_credentials
 from gateway.store import Store
 from scripts.controlplane import ControlPlane
-from tests.kubeapi import ExecPlugin, hypervisor
+from tests.kubeapi import CertificateUser, ExecPlugin, hypervisor
 from tests.support import run_server
 
 pytestmark = pytest.mark.cluster
@@ -288,6 +288,28 @@ async def test_refused_gateway_credentials_are_loaded_again(
         verdict = await authorizer.check(rbac["reader"])
         assert verdict.decision is Decision.ALLOWED and verdict.user == "reader"
         assert plugin.run_count() == 3
+    finally:
+        await api.close()
+
+
+async def test_a_rotated_gateway_certificate_is_presented_after_a_refusal(
+    cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path
+) -> None:
+    """The reviews' own client certificate was replaced in its files: a new TLS context."""
+    user = CertificateUser.write(cluster, tmp_path, trusted=False)
+    configuration = await load_client_config(str(user.kubeconfig))
+    api = ApiClient(configuration)
+    authorizer = KubernetesAuthorizer(
+        api,
+        credentials=functools.partial(reload_credentials, configuration, str(user.kubeconfig)),
+        reload_interval=0,
+    )
+    try:
+        assert (await authorizer.check(rbac["reader"])).decision is Decision.ERROR
+
+        user.rotate()  # the files now hold a certificate of the cluster's CA
+        verdict = await authorizer.check(rbac["reader"])
+        assert verdict.decision is Decision.ALLOWED and verdict.user == "reader"
     finally:
         await api.close()
 

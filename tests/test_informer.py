@@ -30,6 +30,7 @@ from scripts.controlplane import ControlPlane
 from tests.conftest import StartInformer
 from tests.fakeapi import FakeHypervisorAPI, event, initial_events_end, obj
 from tests.kubeapi import (
+    CertificateUser,
     ExecPlugin,
     HypervisorAPI,
     assert_converges,
@@ -377,6 +378,35 @@ async def test_expired_plugin_credentials_are_fetched_again(
 
         plugin.token.write_text(cluster.tokens["admin"])  # the plugin's next token is valid
         await eventually(lambda: store.ready and informer.status.synced, 5)
+        assert informer.status.error is None
+        assert set(store.snapshot.by_name) == {"node-1"}
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@pytest.mark.cluster
+async def test_a_rotated_client_certificate_is_presented_without_a_restart(
+    cluster: ControlPlane, api: HypervisorAPI, tmp_path: Path
+) -> None:
+    """The client builds its TLS context once; a rotated certificate needs a new one."""
+    await api.create(hypervisor("node-1"))
+    user = CertificateUser.write(cluster, tmp_path, trusted=False)
+    configuration = await load_client_config(str(user.kubeconfig))
+    informer = HypervisorInformer(
+        configuration,
+        credentials=functools.partial(reload_credentials, configuration, str(user.kubeconfig)),
+        auth_retry=0.5,
+    )
+    store = Store()
+    task = asyncio.create_task(informer.run(store))
+    try:
+        await eventually(lambda: informer.status.error is not None, 5)
+        assert "401" in informer.status.error
+
+        user.rotate()  # the files now hold a certificate of the cluster's CA
+        await eventually(lambda: store.ready and informer.status.synced, 10)
         assert informer.status.error is None
         assert set(store.snapshot.by_name) == {"node-1"}
     finally:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from kubernetes.aio.client import ApiClient
 
-from gateway.kube import KubeConfigError, load_client_config, reload_credentials
+from gateway.kube import (
+    KubeConfigError,
+    client_certificate,
+    load_client_config,
+    present_current_certificate,
+    reload_credentials,
+)
 
 
 def _kubeconfig(path: Path, *servers: str) -> Path:
@@ -83,3 +91,38 @@ async def test_reloading_takes_a_rotated_token_into_the_same_configuration(
     path.write_text(path.read_text().replace("secret-token", "rotated-token"))
     await reload_credentials(configuration, str(path))
     assert configuration.api_key["BearerToken"] == "Bearer rotated-token"
+
+
+def _self_signed(directory: Path) -> None:
+    """A new key and certificate in ``directory``, replacing any there."""
+    command = "req -x509 -newkey rsa:2048 -nodes -subj /CN=gateway -days 1"
+    command += f" -keyout {directory / 'client.key'} -out {directory / 'client.crt'}"
+    subprocess.run(["openssl", *command.split()], check=True, capture_output=True)
+
+
+async def test_a_client_presents_a_rotated_certificate_once_renewed(tmp_path: Path) -> None:
+    _self_signed(tmp_path)
+    path = _kubeconfig(tmp_path / "config", "https://one:6443")
+    config = yaml.safe_load(path.read_text())
+    config["users"][0]["user"] = {
+        "client-certificate": str(tmp_path / "client.crt"),
+        "client-key": str(tmp_path / "client.key"),
+    }
+    path.write_text(yaml.safe_dump(config))
+    configuration = await load_client_config(str(path))
+    async with ApiClient(configuration) as api:
+        presented, built = client_certificate(configuration), api.rest_client
+        assert presented.startswith(b"-----BEGIN CERTIFICATE-----")
+        assert await present_current_certificate(api, presented) == presented
+        assert api.rest_client is built  # nothing changed, nothing renewed
+
+        _self_signed(tmp_path)  # rotated in place: same names, new content
+        await reload_credentials(configuration, str(path))
+        renewed = await present_current_certificate(api, presented)
+        assert renewed != presented and api.rest_client is not built
+
+        (tmp_path / "client.key").write_text("half-written")
+        renewed_client = api.rest_client
+        with pytest.raises(OSError):
+            await present_current_certificate(api, renewed)
+        assert api.rest_client is renewed_client  # the last good context stays
