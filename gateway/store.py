@@ -4,9 +4,11 @@ Sources write (replace the whole set, or upsert / delete one object); queries re
 :attr:`Store.snapshot`, which is swapped atomically, so a query that holds a
 snapshot sees one consistent fleet however the store changes meanwhile.
 
-Every object is parsed once per resourceVersion. Indexes (by consumer, zone,
-aggregate, trait) are built lazily, once per snapshot, by the first query that
-needs them: under churn a snapshot nobody queries costs no indexing at all.
+Every object is parsed once per resourceVersion, and a change of one object
+copies a shard of the map by name, not the whole fleet (:mod:`gateway.shards`).
+Indexes (by consumer, zone, aggregate, trait) are built lazily, once per
+snapshot, by the first query that needs them: under churn a snapshot nobody
+queries costs no indexing at all.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from gateway.bulk import collector_paused, settle
 from gateway.domain import ConsumerBooking, Hypervisor
 from gateway.parse import ParseError, parse_hypervisor
+from gateway.shards import ShardedMap
 
 __all__ = ["Change", "ChangeType", "Prepared", "Snapshot", "Store"]
 
@@ -50,7 +53,7 @@ class Snapshot:
     """An immutable view of the fleet at one store generation."""
 
     def __init__(
-        self, generation: int, hypervisors: Mapping[str, Hypervisor], resource_version: str | None
+        self, generation: int, hypervisors: ShardedMap[Hypervisor], resource_version: str | None
     ) -> None:
         self.generation = generation
         self.by_name = hypervisors
@@ -137,7 +140,7 @@ class Store:
     """
 
     def __init__(self) -> None:
-        self._snapshot = Snapshot(0, {}, None)
+        self._snapshot = Snapshot(0, ShardedMap(), None)
         self._listeners: list[Listener] = []
         self.ready = False
         #: The source's latest position; bookmarks advance it without a new snapshot.
@@ -216,7 +219,7 @@ class Store:
                 changes.append(Change(ChangeType.ADDED, hypervisor, None))
             elif previous is not hypervisor:
                 changes.append(Change(ChangeType.MODIFIED, hypervisor, previous))
-        self._commit(new, changes, resource_version)
+        self._commit(ShardedMap(new), changes, resource_version)
 
     def upsert(self, obj: Any, resource_version: str | None = None) -> None:
         """Add or update one object (a watch event)."""
@@ -232,7 +235,7 @@ class Store:
             self._commit(old, [], resource_version)
             return
         kind = ChangeType.ADDED if previous is None else ChangeType.MODIFIED
-        new = {**old, hypervisor.name: hypervisor}
+        new = old.set(hypervisor.name, hypervisor)
         self._commit(new, [Change(kind, hypervisor, previous)], resource_version)
 
     def delete(self, name: str, resource_version: str | None = None) -> None:
@@ -243,7 +246,7 @@ class Store:
         if previous is None:
             self._commit(old, [], resource_version)
             return
-        new = {k: v for k, v in old.items() if k != name}
+        new = old.delete(name)
         self._commit(new, [Change(ChangeType.DELETED, previous, previous)], resource_version)
 
     def advance(self, resource_version: str) -> None:
@@ -282,7 +285,7 @@ class Store:
             return None
 
     def _commit(
-        self, hypervisors: Mapping[str, Hypervisor], changes: list[Change], rv: str | None
+        self, hypervisors: ShardedMap[Hypervisor], changes: list[Change], rv: str | None
     ) -> None:
         if rv is not None:
             self.resource_version = rv

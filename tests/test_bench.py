@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import apply
 from bench.live import measure
 from bench.report import TARGETS, markdown
 from bench.run import Options, run
@@ -48,3 +49,10 @@ def test_the_live_figures_come_from_a_real_websocket() -> None:
     assert figures["change_to_message"].n == 3
     assert figures["capacity_cached"].n == 3
     assert figures["capacity_uncached"].median > 0
+
+
+def test_the_apply_figures_come_from_a_loaded_store() -> None:
+    parse, applied = apply.measure(size=30, bookings=3, events=4)
+
+    assert parse.n == applied.n == 4
+    assert parse.median > 0 and applied.median > 0

@@ -1,0 +1,85 @@
+"""An immutable map that a change copies in part: the fleet by name, per snapshot.
+
+Every watch event makes a new snapshot, and readers may still hold the old one,
+so the map cannot change in place. Copying a plain dict of the whole fleet per
+event costs time in proportion to the fleet, not the change: at 20,000 hosts
+0.5 ms of the 0.7 ms an event took (copy and release touch the reference count
+of every record, spread over the heap). Split into shards by the key's hash, a
+change copies one shard and the tuple of shards; the others are shared with
+the previous map.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import TypeVar, overload
+
+__all__ = ["ShardedMap"]
+
+_V = TypeVar("_V")
+_T = TypeVar("_T")
+
+#: A power of two; a 20,000-host fleet puts about 80 hosts in each shard.
+SHARDS = 256
+
+
+class ShardedMap(Mapping[str, _V]):
+    """A read-only mapping with :meth:`set` and :meth:`delete` that return new maps."""
+
+    __slots__ = ("_len", "_shards")
+
+    def __init__(self, items: Mapping[str, _V] | None = None) -> None:
+        shards: list[dict[str, _V]] = [{} for _ in range(SHARDS)]
+        for key, value in (items or {}).items():
+            shards[hash(key) & (SHARDS - 1)][key] = value
+        self._shards = tuple(shards)
+        self._len = sum(len(shard) for shard in shards)
+
+    @classmethod
+    def _of(cls, shards: tuple[dict[str, _V], ...], length: int) -> ShardedMap[_V]:
+        new = cls.__new__(cls)
+        new._shards, new._len = shards, length
+        return new
+
+    def set(self, key: str, value: _V) -> ShardedMap[_V]:
+        """This map with ``key`` bound to ``value``."""
+        i = hash(key) & (SHARDS - 1)
+        shard = self._shards[i]
+        length = self._len if key in shard else self._len + 1
+        return self._of(self._with(i, {**shard, key: value}), length)
+
+    def delete(self, key: str) -> ShardedMap[_V]:
+        """This map without ``key`` (the same map if it has none)."""
+        i = hash(key) & (SHARDS - 1)
+        shard = self._shards[i]
+        if key not in shard:
+            return self
+        rest = {k: v for k, v in shard.items() if k != key}
+        return self._of(self._with(i, rest), self._len - 1)
+
+    def _with(self, i: int, shard: dict[str, _V]) -> tuple[dict[str, _V], ...]:
+        return (*self._shards[:i], shard, *self._shards[i + 1 :])
+
+    def __getitem__(self, key: str) -> _V:
+        return self._shards[hash(key) & (SHARDS - 1)][key]
+
+    @overload
+    def get(self, key: str, /) -> _V | None: ...
+    @overload
+    def get(self, key: str, /, default: _V | _T) -> _V | _T: ...
+    def get(self, key: str, /, default: object = None) -> object:
+        # Mapping.get goes through __getitem__ and an exception for a miss.
+        return self._shards[hash(key) & (SHARDS - 1)].get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self._shards[hash(key) & (SHARDS - 1)]
+
+    def __iter__(self) -> Iterator[str]:
+        return itertools.chain.from_iterable(self._shards)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __repr__(self) -> str:
+        return f"ShardedMap({dict(self.items())!r})"

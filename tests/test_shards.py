@@ -1,0 +1,46 @@
+"""The sharded map: a dict to every reader, and a change copies one shard of it."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gateway.shards import SHARDS, ShardedMap
+
+names = st.text(alphabet="abcdefgh-0123456789", min_size=1, max_size=6)
+operations = st.lists(st.tuples(st.booleans(), names, st.integers()), max_size=60)
+
+
+@given(st.dictionaries(names, st.integers()), operations)
+def test_reads_as_the_dict_it_stands_for_and_old_maps_never_change(
+    start: dict[str, int], steps: list[tuple[bool, str, int]]
+) -> None:
+    expected = dict(start)
+    current = ShardedMap(start)
+    history = [(current, dict(expected))]
+    for is_set, key, value in steps:
+        if is_set:
+            current, expected[key] = current.set(key, value), value
+        else:
+            current = current.delete(key)
+            expected.pop(key, None)
+        history.append((current, dict(expected)))
+    for shards, model in history:
+        assert shards == model and len(shards) == len(model)
+        assert sorted(shards) == sorted(model) and sorted(shards.items()) == sorted(model.items())
+        for key in [*model, "absent"]:
+            assert (key in shards) == (key in model)
+            assert shards.get(key) == model.get(key) and shards.get(key, -1) == model.get(key, -1)
+
+
+def test_a_change_copies_one_shard_and_shares_the_others() -> None:
+    fleet = ShardedMap({f"node{i:05d}": i for i in range(2000)})
+    changed = fleet.set("node00042", -1)
+    shared = sum(a is b for a, b in zip(fleet._shards, changed._shards, strict=True))
+    assert shared == SHARDS - 1
+    assert fleet["node00042"] == 42 and changed["node00042"] == -1
+
+    removed = changed.delete("node00042")
+    shared = sum(a is b for a, b in zip(changed._shards, removed._shards, strict=True))
+    assert shared == SHARDS - 1 and "node00042" not in removed and len(removed) == 1999
+    assert removed.delete("node00042") is removed  # nothing to delete: the same map
