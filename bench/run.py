@@ -147,8 +147,8 @@ def _starts(gateway_args: list[str], logs: Path, count: int, fleet: str) -> dict
 
     A start is timed more than once because one start is one sample on a noisy
     machine. On the empty cluster the figures are the gateway's fixed cost (the
-    interpreter, its libraries, the connection), which the fleet's share is
-    measured above.
+    interpreter, its libraries, the connection); what a start with the fleet
+    takes beyond it is the fleet's share.
     """
     ready, rss = [], []
     for _ in range(count):

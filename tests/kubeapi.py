@@ -213,18 +213,18 @@ class CertificateUser:
     @classmethod
     def write(cls, cluster: ControlPlane, directory: Path, trusted: bool) -> CertificateUser:
         user = cls(directory / "kubeconfig", cluster, directory)
-        user.rotate(trusted)
+        certificate, key = user.rotate(trusted)
         config = yaml.safe_load(cluster.write_kubeconfig(user.kubeconfig).read_text())
         config["users"][0]["user"] = {
-            "client-certificate": str(directory / "client.crt"),
-            "client-key": str(directory / "client.key"),
+            "client-certificate": str(certificate),
+            "client-key": str(key),
         }
         user.kubeconfig.write_text(yaml.safe_dump(config))
         return user
 
-    def rotate(self, trusted: bool = True) -> None:
+    def rotate(self, trusted: bool = True) -> tuple[Path, Path]:
         """A new key and certificate: the cluster's CA signs it, or with ``trusted=False`` none
         it knows (refused with 401, as a certificate past its end is)."""
-        self.cluster.issue_client_certificate(
+        return self.cluster.issue_client_certificate(
             self.directory, "certificate-user", ("system:masters",), trusted
         )
