@@ -361,16 +361,7 @@ async def test_expired_plugin_credentials_are_fetched_again(
     """A kubeconfig's exec plugin (or OIDC) hands out tokens that expire."""
     await api.create(hypervisor("node-1"))
     plugin = ExecPlugin.write(cluster, tmp_path, "expired-token")
-    path = plugin.kubeconfig
-    configuration = await load_client_config(str(path))
-    informer = HypervisorInformer(
-        configuration,
-        credentials=functools.partial(reload_credentials, configuration, str(path)),
-        auth_retry=0.5,
-    )
-    store = Store()
-    task = asyncio.create_task(informer.run(store))
-    try:
+    async with _reloading_informer(plugin.kubeconfig) as (informer, store):
         await eventually(lambda: informer.status.error is not None, 5)
         assert "401" in informer.status.error
         # Refused at once, refused again with what the plugin hands out anew: then it waits.
@@ -380,10 +371,6 @@ async def test_expired_plugin_credentials_are_fetched_again(
         await eventually(lambda: store.ready and informer.status.synced, 5)
         assert informer.status.error is None
         assert set(store.snapshot.by_name) == {"node-1"}
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @pytest.mark.cluster
@@ -393,15 +380,7 @@ async def test_a_rotated_client_certificate_is_presented_without_a_restart(
     """The client builds its TLS context once; a rotated certificate needs a new one."""
     await api.create(hypervisor("node-1"))
     user = CertificateUser.write(cluster, tmp_path, trusted=False)
-    configuration = await load_client_config(str(user.kubeconfig))
-    informer = HypervisorInformer(
-        configuration,
-        credentials=functools.partial(reload_credentials, configuration, str(user.kubeconfig)),
-        auth_retry=0.5,
-    )
-    store = Store()
-    task = asyncio.create_task(informer.run(store))
-    try:
+    async with _reloading_informer(user.kubeconfig) as (informer, store):
         await eventually(lambda: informer.status.error is not None, 5)
         assert "401" in informer.status.error
 
@@ -409,6 +388,23 @@ async def test_a_rotated_client_certificate_is_presented_without_a_restart(
         await eventually(lambda: store.ready and informer.status.synced, 10)
         assert informer.status.error is None
         assert set(store.snapshot.by_name) == {"node-1"}
+
+
+@contextlib.asynccontextmanager
+async def _reloading_informer(
+    kubeconfig: Path,
+) -> AsyncIterator[tuple[HypervisorInformer, Store]]:
+    """An informer running on ``kubeconfig`` that loads it again when refused."""
+    configuration = await load_client_config(str(kubeconfig))
+    informer = HypervisorInformer(
+        configuration,
+        credentials=functools.partial(reload_credentials, configuration, str(kubeconfig)),
+        auth_retry=0.5,
+    )
+    store = Store()
+    task = asyncio.create_task(informer.run(store))
+    try:
+        yield informer, store
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
