@@ -57,7 +57,10 @@ class RequestError(Exception):
     """A GraphQL request error: the operation was never executed, so no ``data``.
 
     ``status`` overrides the spec's media-type-dependent status: a request over a
-    limit is refused with a 4xx whichever media type the client accepts.
+    limit, or parameters that do not make a GraphQL request at all (a body that is
+    not JSON, a ``query`` that is not a string), are refused with a 4xx whichever
+    media type the client accepts. Only a well-formed request whose document fails
+    to parse, validate or coerce keeps the 200 that ``application/json`` promises.
     """
 
     def __init__(self, errors: list[GraphQLError], status: int | None = None):
@@ -97,9 +100,9 @@ def params_of(method: str, payload: bytes) -> Params:
     try:
         parsed = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as error:
-        raise RequestError([GraphQLError(f"body is not valid JSON: {error}")]) from error
+        raise _malformed([f"body is not valid JSON: {error}"]) from error
     if not isinstance(parsed, dict):
-        raise RequestError([GraphQLError("body must be a JSON object (batching is not supported)")])
+        raise _malformed(["body must be a JSON object (batching is not supported)"])
     return _params_from(parsed)
 
 
@@ -190,7 +193,7 @@ def _params_from_query(query: Mapping[str, str]) -> Params:
             try:
                 raw[key] = json.loads(query[key])
             except ValueError as error:
-                raise RequestError([GraphQLError(f"{key} is not valid JSON")]) from error
+                raise _malformed([f"{key} is not valid JSON"]) from error
     return _params_from(raw)
 
 
@@ -207,5 +210,10 @@ def _params_from(raw: Mapping[str, Any]) -> Params:
     if extensions is not None and not isinstance(extensions, dict):
         problems.append("extensions must be an object")
     if problems:
-        raise RequestError([GraphQLError(p) for p in problems])
+        raise _malformed(problems)
     return Params(query=query, operation_name=name, variables=variables)  # type: ignore[arg-type]
+
+
+def _malformed(problems: list[str]) -> RequestError:
+    """Parameters that are not a GraphQL request: 400 under either media type."""
+    return RequestError([GraphQLError(p) for p in problems], status=400)

@@ -122,6 +122,7 @@ async def test_other_methods_are_405(client: httpx.AsyncClient) -> None:
         "{ not json",
         {"query": None},
         {},
+        {"qeury": "{ __typename }"},
         {"query": {"a": 1}},
         {"query": 1},
         {"query": True},
@@ -139,6 +140,34 @@ async def test_other_methods_are_405(client: httpx.AsyncClient) -> None:
         {"query": "{ __typename }", "extensions": False},
         {"query": "{ __typename }", "extensions": []},
         [{"query": "{ __typename }"}],
+    ],
+)
+async def test_malformed_parameters_are_400_under_either_media_type(
+    client: httpx.AsyncClient, body: Any
+) -> None:
+    """Not a GraphQL request at all: 400 without data, whatever the client accepts."""
+    for accept in (GQL, JSON):
+        response = await post(client, body, accept=accept)
+        assert response.status_code == 400, (accept, response.text)
+        assert response.headers["content-type"].startswith(accept)
+        assert "data" not in response.json() and response.json()["errors"]
+
+
+async def test_malformed_get_variables_are_400_under_either_media_type(
+    client: httpx.AsyncClient,
+) -> None:
+    for accept in (GQL, JSON):
+        response = await client.get(
+            "/graphql",
+            params={"query": "{ __typename }", "variables": "{ nope"},
+            headers={"accept": accept},
+        )
+        assert response.status_code == 400, (accept, response.text)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
         {"query": "{"},
         {"query": "{ nope }"},
         {"query": "query($n: String!) { hypervisor(name: $n) { name } }", "variables": {"n": 1}},
@@ -147,7 +176,7 @@ async def test_other_methods_are_405(client: httpx.AsyncClient) -> None:
         {"query": "query A { __typename }", "operationName": "B"},
     ],
 )
-async def test_request_errors(client: httpx.AsyncClient, body: Any) -> None:
+async def test_document_errors(client: httpx.AsyncClient, body: Any) -> None:
     """400 without data for graphql-response+json; 200 with errors for application/json."""
     strict = await post(client, body, accept=GQL)
     assert strict.status_code == 400, strict.text
