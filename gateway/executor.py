@@ -89,9 +89,10 @@ def shortcut_resolvers(built: Schema, lookups: Iterable[tuple[str, str]]) -> Non
     ``getattr(parent, python_name)``: no resolver and no field extension. Lookups
     must take only arguments that graphql-core coerces to the values Strawberry
     would pass (Strings), under the same names, and neither ``info`` nor any
-    extension; this is checked.
+    extension; this is checked, and a field that does not qualify raises TypeError.
     """
-    assert built.config.default_resolver is getattr
+    if built.config.default_resolver is not getattr:
+        raise TypeError("attribute fields need the schema's default resolver to be getattr")
     for name, strawberry_type in built.schema_converter.type_map.items():
         definition = strawberry_type.definition
         graphql_type = built._schema.type_map.get(name)
@@ -108,19 +109,29 @@ def shortcut_resolvers(built: Schema, lookups: Iterable[tuple[str, str]]) -> Non
 
 
 def _install_lookup(built: Schema, type_name: str, field_name: str) -> None:
+    where = f"lookup {type_name}.{field_name}"
     definition = built.get_type_by_name(type_name)
-    assert isinstance(definition, StrawberryObjectDefinition)
-    field = next(f for f in definition.fields if f.python_name == field_name)
-    assert field.base_resolver is not None and not field.extensions
-    assert all(a.type in (str, str | None) for a in field.arguments)
+    if not isinstance(definition, StrawberryObjectDefinition):
+        raise TypeError(f"{where}: {type_name} is not an object type of the schema")
+    field = next((f for f in definition.fields if f.python_name == field_name), None)
+    if field is None:
+        raise TypeError(f"{where}: {type_name} has no such field")
+    if field.base_resolver is None or field.extensions:
+        raise TypeError(f"{where}: needs a resolver of its own and no field extension")
+    if not all(a.type in (str, str | None) for a in field.arguments):
+        raise TypeError(f"{where}: takes an argument that is not a String")
     function = field.base_resolver.wrapped_func
-    assert not isinstance(function, (staticmethod, classmethod))
+    if isinstance(function, (staticmethod, classmethod)):
+        raise TypeError(f"{where}: a static or class method is not given the parent")
     graphql_type = built._schema.type_map[type_name]
-    assert isinstance(graphql_type, GraphQLObjectType)
+    if not isinstance(graphql_type, GraphQLObjectType):
+        raise TypeError(f"{where}: {type_name} is not a GraphQL object type")
     graphql_field = graphql_type.fields[built.config.name_converter.from_field(field)]
     object_type = graphql_field.type
     if isinstance(object_type, GraphQLObjectType):
-        assert object_type.is_type_of is None, "completed without is_type_of"
+        if object_type.is_type_of is not None:
+            # The short path completes the object without asking is_type_of.
+            raise TypeError(f"{where}: {object_type.name} has an is_type_of check")
         graphql_field.resolve = Lookup(function, object_type)
     else:
         graphql_field.resolve = Lookup(function, None)

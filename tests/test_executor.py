@@ -11,6 +11,7 @@ from graphql import ExecutionResult, GraphQLSchema, execute, parse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import from_schema, nodes
+from strawberry.schema.config import StrawberryConfig
 
 from gateway.context import Context
 from gateway.demo import generate
@@ -168,3 +169,42 @@ def test_errors_and_nulls_read_as_graphql_core_words_them(
 ) -> None:
     plain, _ = both(machines, document)
     assert len(plain.errors or ()) == errors
+
+
+@strawberry.type
+class Rack:
+    machines: list[Machine]
+
+    @strawberry.field
+    def slot(self, root: strawberry.Parent[Any], number: int) -> Machine | None:
+        return None
+
+
+@strawberry.type
+class RackRoot:
+    @strawberry.field
+    def rack(self) -> Rack | None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("lookup", "reason"),
+    [
+        (("Shelf", "part"), "Shelf is not an object type"),
+        (("Machine", "parts"), "Machine has no such field"),
+        (("Machine", "name"), "needs a resolver of its own"),
+        (("Rack", "slot"), "takes an argument that is not a String"),
+    ],
+)
+def test_a_lookup_that_does_not_qualify_is_refused(lookup: tuple[str, str], reason: str) -> None:
+    """A guard, not an assert: ``python -O`` would drop an assert and install it anyway."""
+    built = strawberry.Schema(query=RackRoot)
+    with pytest.raises(TypeError, match=reason):
+        shortcut_resolvers(built, [lookup])
+
+
+def test_attribute_fields_need_the_default_resolver_to_be_getattr() -> None:
+    config = StrawberryConfig(default_resolver=lambda source, name: getattr(source, name))
+    built = strawberry.Schema(query=Root, config=config)
+    with pytest.raises(TypeError, match="getattr"):
+        shortcut_resolvers(built, [])
