@@ -70,12 +70,14 @@ def build_source(settings: Settings) -> Source:
             size=settings.demo_size, seed=settings.demo_seed, churn=settings.demo_churn
         )
     if settings.from_path:
-        from gateway.files import FileSource
+        from gateway.files import FileSource, FileSourceError
 
-        path = Path(settings.from_path)
-        if not path.exists():
-            raise StartupError(f"--from {path}: no such file or directory")
-        return FileSource(path)
+        source = FileSource(settings.from_path)
+        try:
+            source.check()
+        except FileSourceError as error:
+            raise StartupError(str(error)) from error
+        return source
     from gateway.informer import HypervisorInformer
 
     configuration = cluster_configuration(settings)
