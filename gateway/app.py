@@ -20,6 +20,7 @@ from gateway.auth import Authorizer
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.feed import Feed
+from gateway.hosts import HostCheck
 from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
 from gateway.metrics import Metrics, StateCollector
@@ -48,8 +49,12 @@ def create_app(
     authorizer: Authorizer | None = None,
     auth_recheck_interval: float = 60.0,
     metrics: Metrics | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
+
+    ``allowed_hosts`` turns the Host check on (see :mod:`gateway.hosts`): loopback
+    names and these are served, others refused; None serves every Host.
 
     ``metrics`` is given when something built before the app reports to it (the
     authorizer's decisions); otherwise the app has a registry of its own.
@@ -137,6 +142,8 @@ def create_app(
     app.state.source = source
     app.state.cache = cache
     app.state.metrics = metrics
+    if allowed_hosts is not None:
+        app.add_middleware(HostCheck, allowed=allowed_hosts)
     app.add_middleware(RequestObserver, metrics=metrics)
     return app
 

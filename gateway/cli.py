@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from gateway import __version__
 from gateway.auth import AllowAll, Authorizer, KubernetesAuthorizer
 from gateway.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.hosts import parse_allowed_hosts
 from gateway.limits import Limits
 from gateway.logs import configure as configure_logging
 from gateway.metrics import Metrics
@@ -150,6 +151,18 @@ def build_authorizer(settings: Settings, metrics: Metrics) -> Authorizer:
     )
 
 
+def allowed_hosts(settings: Settings) -> tuple[str, ...] | None:
+    """The Host names to serve (besides loopback), or None for every Host.
+
+    Without authentication the check is on by default (DNS rebinding, see
+    gateway.hosts); with it, only when names are given.
+    """
+    listed = parse_allowed_hosts(settings.allowed_hosts)
+    if not listed and settings.auth_mode != "none":
+        return None
+    return (*listed, settings.host)
+
+
 def build_cache(settings: Settings) -> ResponseCache | None:
     """The response cache the settings ask for; None turns caching off."""
     if settings.cache == "off":
@@ -188,6 +201,7 @@ def _serve(
         cors_origins=[o.strip() for o in settings.cors_origins.split(",") if o.strip()],
         authorizer=authorizer,
         metrics=metrics,
+        allowed_hosts=allowed_hosts(settings),
     )
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port
