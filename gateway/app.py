@@ -14,6 +14,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.access import RequestObserver
 from gateway.auth import Authorizer
@@ -25,6 +26,7 @@ from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
 from gateway.metrics import Metrics, StateCollector
 from gateway.pages import routes as page_routes
+from gateway.request import ALLOW
 from gateway.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
 from gateway.source import Source
 from gateway.store import Store
@@ -119,7 +121,8 @@ def create_app(
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
     app = Starlette(
         routes=[
-            Route("/graphql", endpoint, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            # Every method reaches the endpoint, whose 405 lists the methods that work.
+            Route("/graphql", OptionsAnswered(endpoint)),
             WebSocketRoute("/graphql", subscriptions),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
@@ -146,6 +149,19 @@ def create_app(
         app.add_middleware(HostCheck, allowed=allowed_hosts)
     app.add_middleware(RequestObserver, metrics=metrics)
     return app
+
+
+class OptionsAnswered:
+    """Answers ``OPTIONS`` with the methods that work (204), passing the rest on."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "OPTIONS":
+            await Response(status_code=204, headers={"allow": ALLOW})(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 def _report_exit(task: asyncio.Task[None]) -> None:
