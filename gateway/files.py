@@ -23,9 +23,10 @@ so does one that looks cut short although it parses: empty after it gave
 objects, or a List whose items are not followed by its ``kind`` (kubectl writes
 ``apiVersion``, ``items``, ``kind``, ``metadata`` in that order, and its Lists do
 not say how many items they hold). A file that goes away from a directory takes
-its objects with it. If PATH itself goes away, or holds no file any more (Docker
-mounts an empty directory where a bind mount's source is missing), everything is
-kept and reported, since a vanished mount is more likely than an empty fleet.
+its objects with it. If PATH itself goes away, or a file PATH turns into a
+directory (Docker mounts an empty one where a bind mount's source is missing),
+everything is kept and reported, since a vanished mount is more likely than an
+empty fleet.
 
 While it keeps what it last read, the source is still serving a complete view:
 ``status.synced`` stays true (and /readyz ready), and ``status.error`` says why
@@ -175,6 +176,8 @@ class FileSource:
         self._scanned = False
         #: Whether PATH was ever listed: until then, nothing it holds is served.
         self._listed = False
+        #: Whether PATH was a file: a directory there is then a mount gone wrong.
+        self._was_file = False
 
     def check(self) -> None:
         """Fail fast, before serving, when PATH is missing or cannot be read."""
@@ -202,8 +205,6 @@ class FileSource:
         """Re-read the files that changed; whether anything (objects or errors) changed."""
         try:
             paths = self._listing()
-            if not paths and self._files:
-                raise OSError(errno.ENOENT, "No file to read any more")
         except OSError as error:
             message = f"{self.path}: {_reason(error)}; keeping the last objects read"
             changed, self._path_error = message != self._path_error, message
@@ -230,7 +231,10 @@ class FileSource:
             os.stat(self.path)  # the error for a missing path, a broken symlink, ...
             if not self.path.is_file():
                 raise OSError(errno.EINVAL, "not a regular file or a directory")
+            self._was_file = True
             return [self.path]
+        if self._was_file:
+            raise OSError(errno.EISDIR, "A directory where the file was (a missing bind mount?)")
         return sorted(
             entry
             for entry in (self.path / name for name in os.listdir(self.path))
