@@ -14,16 +14,19 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.access import RequestObserver
 from gateway.auth import Authorizer
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.feed import Feed
+from gateway.hosts import HostCheck
 from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
 from gateway.metrics import Metrics, StateCollector
 from gateway.pages import routes as page_routes
+from gateway.request import ALLOW
 from gateway.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
 from gateway.source import Source
 from gateway.store import Store
@@ -48,8 +51,12 @@ def create_app(
     authorizer: Authorizer | None = None,
     auth_recheck_interval: float = 60.0,
     metrics: Metrics | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
+
+    ``allowed_hosts`` turns the Host check on (see :mod:`gateway.hosts`): loopback
+    names and these are served, others refused; None serves every Host.
 
     ``metrics`` is given when something built before the app reports to it (the
     authorizer's decisions); otherwise the app has a registry of its own.
@@ -114,7 +121,8 @@ def create_app(
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
     app = Starlette(
         routes=[
-            Route("/graphql", endpoint, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            # Every method reaches the endpoint, whose 405 lists the methods that work.
+            Route("/graphql", OptionsAnswered(endpoint)),
             WebSocketRoute("/graphql", subscriptions),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
@@ -137,8 +145,23 @@ def create_app(
     app.state.source = source
     app.state.cache = cache
     app.state.metrics = metrics
+    if allowed_hosts is not None:
+        app.add_middleware(HostCheck, allowed=allowed_hosts)
     app.add_middleware(RequestObserver, metrics=metrics)
     return app
+
+
+class OptionsAnswered:
+    """Answers ``OPTIONS`` with the methods that work (204), passing the rest on."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "OPTIONS":
+            await Response(status_code=204, headers={"allow": ALLOW})(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 def _report_exit(task: asyncio.Task[None]) -> None:

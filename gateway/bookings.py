@@ -51,9 +51,6 @@ def parse_bookings(p: Reader, value: Any, hypervisor: str) -> tuple[Booking, ...
         if booking is None:
             continue
         bookings.append(booking)
-        for resource, amount in resources.items():
-            if amount < 0:
-                p.warn(f"{path}.resources.{resource}", f"negative amount {amount}")
     return tuple(bookings)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from gateway import __version__
 from gateway.auth import AllowAll, Authorizer, KubernetesAuthorizer
 from gateway.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.hosts import parse_allowed_hosts
 from gateway.limits import Limits
 from gateway.logs import configure as configure_logging
 from gateway.metrics import Metrics
@@ -70,12 +71,14 @@ def build_source(settings: Settings) -> Source:
             size=settings.demo_size, seed=settings.demo_seed, churn=settings.demo_churn
         )
     if settings.from_path:
-        from gateway.files import FileSource
+        from gateway.files import FileSource, FileSourceError
 
-        path = Path(settings.from_path)
-        if not path.exists():
-            raise StartupError(f"--from {path}: no such file or directory")
-        return FileSource(path)
+        source = FileSource(settings.from_path)
+        try:
+            source.check()
+        except FileSourceError as error:
+            raise StartupError(str(error)) from error
+        return source
     from gateway.informer import HypervisorInformer
 
     configuration = cluster_configuration(settings)
@@ -148,6 +151,18 @@ def build_authorizer(settings: Settings, metrics: Metrics) -> Authorizer:
     )
 
 
+def allowed_hosts(settings: Settings) -> tuple[str, ...] | None:
+    """The Host names to serve (besides loopback), or None for every Host.
+
+    Without authentication the check is on by default (DNS rebinding, see
+    gateway.hosts); with it, only when names are given.
+    """
+    listed = parse_allowed_hosts(settings.allowed_hosts)
+    if not listed and settings.auth_mode != "none":
+        return None
+    return (*listed, settings.host)
+
+
 def build_cache(settings: Settings) -> ResponseCache | None:
     """The response cache the settings ask for; None turns caching off."""
     if settings.cache == "off":
@@ -186,6 +201,7 @@ def _serve(
         cors_origins=[o.strip() for o in settings.cors_origins.split(",") if o.strip()],
         authorizer=authorizer,
         metrics=metrics,
+        allowed_hosts=allowed_hosts(settings),
     )
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port

@@ -10,17 +10,27 @@ A file holds one object, a multi-document YAML stream, a list of objects, or a
 ``kind: List`` / ``kind: HypervisorList`` (what ``kubectl get hypervisors -o yaml``
 prints). Objects of other kinds, and objects without a name, are skipped, logged,
 and listed in the store's ``rejected`` map. When two objects share a name, the one
-read last (the later file, or later in the file) wins, with a warning.
+read last (the later file, or later in the file) wins; the loser is listed as
+rejected and the winner carries a warning that names it.
 
 Files are polled (modification time, change time, size, inode): no dependency, and
 it also sees a ConfigMap update, which swaps a symlink. A changed file is read once
 it has held still for one poll, so that one caught while being written (truncated,
 half written) is never taken for its content; the first scan reads at once. Each
 change replaces the whole store at once. A file that cannot be read or parsed
-keeps the objects it last gave, and ``status.error`` names it until it is fixed; a
-file that goes away from a directory takes its objects with it. If PATH itself
-goes away, everything is kept and reported, since a vanished mount is more likely
-than an empty fleet.
+keeps the objects it last gave, and ``status.error`` names it until it is fixed;
+so does one that looks cut short although it parses: empty after it gave
+objects, or a List whose items are not followed by its ``kind`` (kubectl writes
+``apiVersion``, ``items``, ``kind``, ``metadata`` in that order, and its Lists do
+not say how many items they hold). A file that goes away from a directory takes
+its objects with it. If PATH itself goes away, or a file PATH turns into a
+directory (Docker mounts an empty one where a bind mount's source is missing),
+everything is kept and reported, since a vanished mount is more likely than an
+empty fleet.
+
+While it keeps what it last read, the source is still serving a complete view:
+``status.synced`` stays true (and /readyz ready), and ``status.error`` says why
+the view may be old. Only a file that never read cleanly makes the view incomplete.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from typing import Any
 import yaml
 
 from gateway.bulk import collector_paused
+from gateway.domain import Hypervisor
 from gateway.source import SyncStatus
 from gateway.store import Store
 
@@ -80,6 +91,8 @@ class _File:
     objects: tuple[tuple[str, dict[str, Any]], ...]
     skipped: dict[str, str]
     error: str | None = None
+    #: False until the file was read cleanly once: its objects are then missing.
+    complete: bool = True
 
 
 def load_objects(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, str]]:
@@ -115,6 +128,8 @@ def _items(documents: Iterable[Any]) -> Iterator[Any]:
             continue
         if isinstance(document, list):
             yield from document
+        elif isinstance(document, dict) and "kind" not in document and "items" in document:
+            raise ValueError("a List without the kind that follows its items: cut short")
         elif (
             isinstance(document, dict)
             and str(document.get("kind", "")).endswith("List")
@@ -159,6 +174,10 @@ class FileSource:
         #: Stamps of changed files seen once, to be read if the next poll sees them again.
         self._changing: dict[Path, _Stamp] = {}
         self._scanned = False
+        #: Whether PATH was ever listed: until then, nothing it holds is served.
+        self._listed = False
+        #: Whether PATH was a file: a directory there is then a mount gone wrong.
+        self._was_file = False
 
     def check(self) -> None:
         """Fail fast, before serving, when PATH is missing or cannot be read."""
@@ -194,6 +213,7 @@ class FileSource:
             return changed
         changed = self._path_error is not None
         self._path_error = None
+        self._listed = True
         for gone in self._files.keys() - set(paths):
             log.info("%s: removed; its objects are gone", gone)
             del self._files[gone]
@@ -211,7 +231,10 @@ class FileSource:
             os.stat(self.path)  # the error for a missing path, a broken symlink, ...
             if not self.path.is_file():
                 raise OSError(errno.EINVAL, "not a regular file or a directory")
+            self._was_file = True
             return [self.path]
+        if self._was_file:
+            raise OSError(errno.EISDIR, "A directory where the file was (a missing bind mount?)")
         return sorted(
             entry
             for entry in (self.path / name for name in os.listdir(self.path))
@@ -238,6 +261,8 @@ class FileSource:
             self._changing.pop(path, None)
             try:
                 objects, skipped = load_objects(path)
+                if not (objects or skipped) and previous is not None and previous.objects:
+                    raise ValueError("empty: cut short, or still being written")
             except Exception as error:  # any bad content (even nesting too deep) is data
                 failure = error
             else:
@@ -248,7 +273,7 @@ class FileSource:
         if previous is not None and previous.error == message and previous.stamp == stamp:
             return False
         log.error("%s; keeping the objects it last gave", message)
-        kept = previous or _File(stamp, (), {})
+        kept = previous or _File(stamp, (), {}, complete=False)
         self._files[path] = dataclasses.replace(kept, stamp=stamp, error=message)
         return True
 
@@ -256,6 +281,7 @@ class FileSource:
         """Replace the store with every file's objects; the later of two namesakes wins."""
         chosen: dict[str, tuple[str, dict[str, Any]]] = {}
         rejected: dict[str, str] = {}
+        doubles: dict[str, list[str]] = {}
         for path in sorted(self._files):
             loaded = self._files[path]
             rejected.update(loaded.skipped)
@@ -267,15 +293,41 @@ class FileSource:
                         "Hypervisor %s is in %s and %s; using %s", name, earlier, where, where
                     )
                     rejected[earlier] = f"Hypervisor {name} is defined again in {where}, which wins"
+                    doubles.setdefault(name, []).append(earlier)
                 chosen[name] = (where, obj)
-        store.replace((obj for _, obj in chosen.values()), versioned=False)
+        prepared = store.prepare((obj for _, obj in chosen.values()), versioned=False)
+        _warn_doubles(prepared.hypervisors, doubles, chosen)
+        store.commit(prepared)
         store.rejected.update(rejected)
         errors = [f.error for f in self._files.values() if f.error]
         if self._path_error:
             errors.insert(0, self._path_error)
         self.status.error = "; ".join(errors) or None
-        self.status.synced = not errors
+        self.status.synced = self._listed and all(f.complete for f in self._files.values())
         self.status.parse_failures = len(store.rejected)
+
+
+_DOUBLE = "metadata.name: also defined in "
+
+
+def _warn_doubles(
+    hypervisors: dict[str, Hypervisor],
+    doubles: dict[str, list[str]],
+    chosen: dict[str, tuple[str, dict[str, Any]]],
+) -> None:
+    """Give each winner of a shared name a warning naming the losers, and only those.
+
+    A record whose object did not change is the one the store already holds, so
+    a warning from an earlier publish is taken off before the current one is added.
+    """
+    for name, hypervisor in hypervisors.items():
+        kept = tuple(w for w in hypervisor.warnings if not w.startswith(_DOUBLE))
+        added = tuple(
+            f"{_DOUBLE}{earlier}, which {chosen[name][0]} overrides"
+            for earlier in doubles.get(name, ())
+        )
+        if kept + added != hypervisor.warnings:
+            hypervisors[name] = dataclasses.replace(hypervisor, warnings=kept + added)
 
 
 def _reason(error: Exception) -> str:

@@ -17,7 +17,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-__all__ = ["FORMATS", "JsonFormatter", "TextFormatter", "configure"]
+__all__ = ["FORMATS", "ClientErrors", "JsonFormatter", "TextFormatter", "configure"]
 
 FORMATS = ("auto", "json", "text")
 
@@ -91,3 +91,30 @@ def configure(level: str = "info", format: str = "auto", stream: TextIO | None =
         logger.setLevel(logging.NOTSET)
         logger.propagate = True
     logging.getLogger("uvicorn.access").disabled = True
+    strawberry = logging.getLogger("strawberry.execution")
+    if not any(isinstance(f, ClientErrors) for f in strawberry.filters):
+        strawberry.addFilter(ClientErrors())
+
+
+class ClientErrors(logging.Filter):
+    """Strawberry logs every GraphQL error at error level, a client's bad query too.
+
+    On WebSocket it executes, and logs a document that does not parse or validate
+    as if the gateway had failed. An error without a cause other than a
+    GraphQLError is the client's: it is kept at info level, where the request log
+    is, and an alert on error lines sees only the gateway's own failures.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        cause = record.exc_info[1] if record.exc_info else None
+        if record.levelno < logging.ERROR or (cause is not None and not _graphql(cause)):
+            return True
+        record.levelno, record.levelname = logging.INFO, "INFO"
+        record.exc_info = record.exc_text = None
+        return logging.getLogger(record.name).isEnabledFor(logging.INFO)
+
+
+def _graphql(error: BaseException) -> bool:
+    from graphql import GraphQLError
+
+    return isinstance(error, GraphQLError)

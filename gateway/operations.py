@@ -34,7 +34,10 @@ from graphql import (
     validate,
     visit,
 )
-from graphql.language import Visitor
+from graphql.language import FragmentDefinitionNode, Visitor
+from graphql.validation.rules.overlapping_fields_can_be_merged import MAX_COMPLEXITY_BUDGET
+from graphql.validation.validate import ValidationAbortedError
+from graphql.validation.validation_context import MAX_FRAGMENT_WORK
 
 from gateway.cache import digest
 from gateway.limits import LimitError, Limits, check_document
@@ -44,6 +47,8 @@ __all__ = ["MEMO_PAYLOAD_BYTES", "Operations", "Prepared"]
 
 #: Payloads up to this size are kept with what they decide; dashboards' are under 2 KiB.
 MEMO_PAYLOAD_BYTES = 8192
+#: Validation errors reported before validation stops (graphql-core's default).
+MAX_VALIDATION_ERRORS = 100
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -136,9 +141,9 @@ class Operations:
             check_document(document, self.limits)
         except LimitError as error:
             raise RequestError([error], status=400) from error
-        errors = validate(self.schema, document, self.rules)
+        errors = validate(self.schema, document, self.rules, max_errors=MAX_VALIDATION_ERRORS)
         if errors:
-            raise RequestError(errors)
+            raise RequestError(_limit_named(errors, document))
         if _selects_any(document, self.uncacheable):
             return None
         return print_ast(document)
@@ -188,3 +193,32 @@ def _selects_any(document: DocumentNode, names: frozenset[str]) -> bool:
     if names:
         visit(document, Finder())
     return found
+
+
+def _limit_named(errors: list[GraphQLError], document: DocumentNode) -> list[GraphQLError]:
+    """graphql-core's "Validation aborted." names no limit; say which one stopped it.
+
+    It aborts after ``MAX_VALIDATION_ERRORS`` errors, and when comparing the
+    selections of one response name pairwise (1,000 repeated selections) or
+    following fragments would take more than its budgets.
+    """
+    if not errors or not isinstance(errors[-1], ValidationAbortedError):
+        return errors
+    if len(errors) > MAX_VALIDATION_ERRORS:
+        message = (
+            f"Validation stopped after {MAX_VALIDATION_ERRORS} errors, the limit: "
+            "fix these and send the document again."
+        )
+    elif any(isinstance(d, FragmentDefinitionNode) for d in document.definitions):
+        message = (
+            "Validation aborted: the document's fragments and selections need more work to "
+            f"check than the limits allow ({MAX_FRAGMENT_WORK:,} fragment spreads and "
+            f"variables followed, {MAX_COMPLEXITY_BUDGET:,} comparisons of selections)."
+        )
+    else:
+        message = (
+            "Validation aborted: checking that the selections of each field can be merged "
+            f"takes more than the limit of {MAX_COMPLEXITY_BUDGET:,} comparisons; select "
+            "each field once instead of repeating it."
+        )
+    return [*errors[:-1], GraphQLError(message)]

@@ -88,6 +88,10 @@ class Reader:
     def amounts(self, value: Any, path: str) -> Mapping[str, Decimal]:
         """A resource map; a bad quantity is warned about and left out.
 
+        Every amount the gateway reads (capacity, allocation, a booking) counts
+        something a host has or uses, so a negative one is as bad as a typo:
+        summed, it would hide a booking or make a host look over-subscribed.
+
         Bookings of one flavor carry the same map: equal maps are shared (records
         never change them), which saves most of a large fleet's memory for them.
         """
@@ -102,9 +106,14 @@ class Reader:
         result: dict[str, Decimal] = {}
         for name, raw in mapping.items():
             try:
-                result[str(name)] = parse_quantity(raw)
+                amount = parse_quantity(raw)
             except QuantityError as error:
                 self.warn(f"{path}.{name}", f"{error}; left out of all sums")
+                continue
+            if amount < 0:
+                self.warn(f"{path}.{name}", f"negative amount {amount}; left out of all sums")
+                continue
+            result[str(name)] = amount
         shared = _shared(result)
         # Only maps of strings that read cleanly are remembered by their spelling:
         # a key with True in it can then never find the entry of one with 1.

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from gateway.limits import Limits
 
 __all__ = [
+    "ALLOW",
     "GRAPHQL_RESPONSE",
     "JSON",
     "HttpError",
@@ -35,6 +36,8 @@ __all__ = [
 
 GRAPHQL_RESPONSE = "application/graphql-response+json"
 JSON = "application/json"
+#: The methods /graphql answers (OPTIONS with this list), for every ``Allow`` header.
+ALLOW = "GET, POST, OPTIONS"
 
 
 class HttpError(Exception):
@@ -85,7 +88,7 @@ async def read_payload(request: Request, limits: Limits) -> bytes:
     if request.method == "GET":
         return bytes(request.scope["query_string"])
     if request.method != "POST":
-        raise HttpError(405, f"{request.method} is not allowed", {"allow": "GET, POST"})
+        raise HttpError(405, f"{request.method} is not allowed", {"allow": ALLOW})
     _check_content_type(request.headers.get("content-type"))
     body = await _read_body(request, limits.max_body_bytes, limits.max_body_seconds)
     if not body:

@@ -3,8 +3,10 @@
 uvicorn times out idle keep-alive connections but not a client that sends its
 request headers slowly (slowloris): such connections would pile up for ever. The
 protocol below gives every request a deadline for its headers and closes the
-connection with a 408 when it passes. Request bodies are bounded in time by the
-GraphQL endpoint itself.
+connection with a 408 when it passes. Nor does httptools bound the size of the
+headers (it buffers a header until it ends, 50 MB or more): past
+``MAX_HEADER_BYTES`` the connection is answered 431 and closed. Request bodies
+are bounded in time by the GraphQL endpoint itself.
 """
 
 from __future__ import annotations
@@ -15,29 +17,50 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-__all__ = ["HEADER_TIMEOUT", "config"]
+__all__ = ["HEADER_TIMEOUT", "MAX_HEADER_BYTES", "config"]
 
 #: Seconds a client has to send a request's headers.
 HEADER_TIMEOUT = 10.0
+#: Seconds a refused connection is kept open to drain what the client still sends.
+LINGER = 1.0
+#: Bytes a request line and its headers may take together (h11's limit is the same).
+MAX_HEADER_BYTES = 64 * 1024
 
 _TIMEOUT_RESPONSE = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"content-length: 33\r\nconnection: close\r\n\r\nrequest headers sent too slowly\r\n"
 )
+_TOO_LARGE_RESPONSE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8"
+    b"\r\ncontent-length: 36\r\nconnection: close\r\n\r\nrequest headers larger than 64 KiB\r\n"
+)
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline for request headers."""
+    """uvicorn's httptools protocol with a deadline and a size limit for request headers."""
 
     header_timeout = HEADER_TIMEOUT
+    max_header_bytes = MAX_HEADER_BYTES
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
+        self._header_bytes = 0
+        self._refused = False
         self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        # Counted from the chunk after the request began: the limit holds within a chunk.
+        self._header_bytes += len(data)
+        super().data_received(data)
+        if self._deadline is not None and self._header_bytes > self.max_header_bytes:
+            self._refuse(_TOO_LARGE_RESPONSE)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._header_bytes = 0
         self._arm()
 
     def on_headers_complete(self) -> None:
@@ -58,10 +81,21 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._deadline = None
 
     def _too_slow(self) -> None:
-        self._deadline = None
-        if not self.transport.is_closing():
-            self.transport.write(_TIMEOUT_RESPONSE)
-            self.transport.close()
+        self._refuse(_TIMEOUT_RESPONSE)
+
+    def _refuse(self, response: bytes) -> None:
+        """Answer and close; what the client still sends meanwhile is read and dropped.
+
+        Closing a socket with unread data in it resets the connection, and the
+        reset can destroy the answer before the client reads it.
+        """
+        self._disarm()
+        if self.transport.is_closing() or self._refused:
+            return
+        self._refused = True
+        self.transport.write(response)
+        self.transport.write_eof()
+        self.loop.call_later(LINGER, self.transport.close)
 
 
 def config(

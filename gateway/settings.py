@@ -35,6 +35,7 @@ class Settings:
     coalesce_interval: float = 1.0
     auth: str | None = None
     cors_origins: str = ""
+    allowed_hosts: str = ""
     introspection: bool = True
     max_depth: int = 15
     max_page_size: int = 10_000
@@ -92,6 +93,13 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "for a cluster source, none for --demo and --from",
     ),
     ("cors_origins", "GATEWAY_CORS_ORIGINS", str, "comma-separated origins allowed by CORS"),
+    (
+        "allowed_hosts",
+        "GATEWAY_ALLOWED_HOSTS",
+        str,
+        "comma-separated Host names served besides loopback and the bind address (* for "
+        "all); checked with --auth none, or whenever given",
+    ),
     ("max_depth", "GATEWAY_MAX_DEPTH", int, "deepest selection a query may have (default 15)"),
     ("max_page_size", "GATEWAY_MAX_PAGE_SIZE", int, "largest page, first: (default 10000)"),
     ("max_query_seconds", "GATEWAY_MAX_QUERY_SECONDS", float, "execution time limit (default 10)"),

@@ -25,6 +25,7 @@ from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.context import Context
 from gateway.feed import Feed
 from gateway.limits import LimitError, Limits, check_document
+from gateway.refusal import refuse, refuse_websocket
 from gateway.schema import Extension, build_schema
 from gateway.source import SyncStatus
 from gateway.store import Store
@@ -98,14 +99,22 @@ class SubscriptionServer(GraphQL[Context, None]):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket" and self.connections >= self.max_connections:
-            # Refuse the handshake (the client sees HTTP 403) before any protocol work.
-            await send({"type": "websocket.close", "code": 1013, "reason": "too many connections"})
+            # Refuse the handshake before any protocol work.
+            reason = f"too many WebSocket connections (the limit is {self.max_connections})"
+            await refuse(scope, receive, send, 503, reason)
             return
         self.connections += 1
         try:
             await super().__call__(scope, receive, send)
         finally:
             self.connections -= 1
+
+    async def reject_websocket(self, request: WebSocket) -> WebSocket:
+        """A cross-origin handshake from an origin not allowed: 403, saying so."""
+        origin = request.headers.get("origin")
+        reason = f"origin {origin!r} may not open a WebSocket here: see --cors-origins"
+        await refuse_websocket(request, 403, reason)
+        return request
 
     def decode_json(self, data: str | bytes) -> object:
         """Only JSON objects are protocol messages: anything else is refused (4400) like

@@ -52,6 +52,7 @@ def test_unreachable_cluster_is_refused_at_start(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["serve", "--from", "/nonexistent/fleet"], "no such file or directory"),
+        (["serve", "--from", "/dev/null"], "--from /dev/null: not a regular file or a directory"),
         (["serve", "--demo", "--cache", "redis"], "--cache redis needs --redis-url"),
         (["serve", "--demo", "--cache", "disk"], "expected memory, redis or off"),
         (["serve", "--demo", "--auth", "ldap"], "expected kubernetes or none"),

@@ -10,9 +10,11 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
+from gateway.app import create_app
 from gateway.demo import generate
 from gateway.files import FileSource, FileSourceError, load_objects
 from gateway.store import Store
@@ -283,7 +285,7 @@ async def test_broken_file_keeps_its_last_good_objects(tmp_path: Path, serve: An
     await until(lambda: source.status.error is not None)
     # The problem's wording is the YAML library's; where it is, is ours.
     assert source.status.error.startswith(f"{path}: invalid YAML at line 3, column 1: ")
-    assert not source.status.synced
+    assert source.status.synced  # what it serves is still a complete view
     assert names(store) == ["a", "b", "c"]
 
     dump(tmp_path / "other.yaml", hypervisor("c"), hypervisor("d"))  # others still reload
@@ -305,6 +307,7 @@ async def test_file_broken_from_the_start_is_reported(tmp_path: Path, serve: Any
         "invalid JSON at line 1, column 23: Expecting property name enclosed in double quotes"
     )
     assert source.status.error == f"{tmp_path / 'bad.json'}: {expected}"
+    assert not source.status.synced  # that file's objects are missing
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
@@ -342,6 +345,14 @@ async def test_duplicate_names_the_later_file_wins(
         )
     }
     assert "Hypervisor a is in" in caplog.text
+    double = f"metadata.name: also defined in {tmp_path / '1-old.yaml'}[0], which "
+    assert store.snapshot.by_name["a"].warnings == (
+        f"{double}{tmp_path / '2-new.yaml'}[0] overrides",
+    )
+
+    (tmp_path / "1-old.yaml").unlink()  # the winner's object is unchanged, its warning goes
+    await until(lambda: store.snapshot.by_name["a"].warnings == ())
+    assert store.rejected == {}
 
 
 async def test_single_file_replaced_atomically(tmp_path: Path, serve: Any) -> None:
@@ -397,3 +408,107 @@ async def test_absurd_nesting_is_a_file_error(tmp_path: Path, serve: Any) -> Non
     source, store = await serve(tmp_path)
     assert names(store) == ["a"]
     assert source.status.error == f"{tmp_path / 'deep.json'}: nested too deeply"
+
+
+def kubectl_list(*items: Any) -> str:
+    """A List as ``kubectl get -o yaml`` writes it: its kind and metadata after the items."""
+    return yaml.safe_dump(
+        {"apiVersion": "v1", "items": list(items), "kind": "List", "metadata": {}}
+    )
+
+
+def rewrite(path: Path, content: str) -> None:
+    before = path.stat().st_mtime_ns
+    path.write_text(content)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+@pytest.mark.parametrize("cut", ["kind: List", "  metadata:\n    name: c", "    name: c"])
+def test_a_list_cut_short_keeps_the_last_objects(tmp_path: Path, cut: str) -> None:
+    """A writer that pauses longer than a poll: what it wrote so far still parses."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text(kubectl_list(hypervisor("a"), hypervisor("b")))
+    source, store = FileSource(tmp_path), Store()
+    source.scan()
+    source._publish(store)
+    text = kubectl_list(hypervisor("a"), hypervisor("b"), hypervisor("c"))
+    rewrite(path, text[: text.rindex(cut)])
+    assert not source.scan()  # changing
+    assert source.scan()  # held still: read, and found cut short
+    source._publish(store)
+    assert names(store) == ["a", "b"]
+    assert source.status.error == (
+        f"{path}: a List without the kind that follows its items: cut short"
+    )
+    assert source.status.synced
+    rewrite(path, text)
+    source.scan(), source.scan()
+    source._publish(store)
+    assert names(store) == ["a", "b", "c"] and source.status.error is None
+
+
+def test_an_emptied_file_keeps_its_last_objects(tmp_path: Path) -> None:
+    """``kubectl get ... > file`` truncates first and writes once the answer arrives."""
+    path = dump(tmp_path / "fleet.yaml", hypervisor("a"))
+    source, store = FileSource(path), Store()
+    source.scan()
+    source._publish(store)
+    rewrite(path, "")
+    source.scan(), source.scan()
+    source._publish(store)
+    assert names(store) == ["a"]
+    assert source.status.error == f"{path}: empty: cut short, or still being written"
+
+
+def test_a_file_empty_from_the_start_is_an_empty_fleet(tmp_path: Path) -> None:
+    (tmp_path / "fleet.yaml").write_text("")
+    source, store = FileSource(tmp_path), Store()
+    source.scan()
+    source._publish(store)
+    assert names(store) == [] and source.status.error is None and source.status.synced
+
+
+async def test_file_replaced_by_an_empty_directory_keeps_everything(
+    tmp_path: Path, serve: Any
+) -> None:
+    """What Docker mounts where the source of a bind mount is missing."""
+    path = dump(tmp_path / "fleet.yaml", hypervisor("a"))
+    source, store = await serve(path)
+    path.unlink()
+    path.mkdir()
+    await until(lambda: source.status.error is not None)
+    assert source.status.error == (
+        f"{path}: a directory where the file was (a missing bind mount?); "
+        "keeping the last objects read"
+    )
+    assert names(store) == ["a"] and source.status.synced
+    path.rmdir()
+    dump(path, hypervisor("a"), hypervisor("b"))
+    await until(lambda: names(store) == ["a", "b"])
+    assert source.status.error is None
+
+
+async def test_a_bad_edit_keeps_the_replica_ready_and_says_so(tmp_path: Path) -> None:
+    """One typo must not take every replica out of the Service: /readyz stays 200."""
+    path = dump(tmp_path / "fleet.yaml", hypervisor("a"))
+    source = FileSource(path, poll_interval=0.02)
+    app = create_app(source, Store())
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            await until(lambda: source.status.confirmed_at is not None)
+            path.write_text("kind: Hypervisor\nmetadata: {name: [a\n")
+            await until(lambda: source.status.error is not None)
+            ready = await client.get("/readyz")
+            assert ready.status_code == 200
+            assert ready.json()["ready"] is True
+            assert ready.json()["error"].startswith(f"{path}: invalid YAML")
+            answer = await client.post(
+                "/graphql", json={"query": "{ syncStatus { synced error hypervisors } }"}
+            )
+            status = answer.json()["data"]["syncStatus"]
+            assert status["synced"] is True and status["hypervisors"] == 1
+            assert status["error"].startswith(f"{path}: invalid YAML")
+            metrics = (await client.get("/metrics")).text
+            assert "hypervisor_gateway_ready 1.0" in metrics
+            assert "hypervisor_gateway_source_error 1.0" in metrics

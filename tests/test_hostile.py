@@ -4,6 +4,7 @@ and /healthz stays fast throughout."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import socket
@@ -75,6 +76,21 @@ async def test_slow_body_is_cut_off() -> None:
         answer = await asyncio.wait_for(reader.read(), 10)
         assert answer.startswith(b"HTTP/1.1 408")
         writer.close()
+
+
+async def test_huge_request_headers_are_refused(server: tuple[str, Store]) -> None:
+    """A header that does not end is refused past the limit, not read in full."""
+    address, _ = server
+    host, port = address.split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 2**20)
+    with contextlib.suppress(ConnectionError):  # the server stops reading, and closes
+        await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 5)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:100]
+    assert answer.endswith(b"request headers larger than 64 KiB\r\n")
+    writer.close()
+    assert await healthz_time(address) < 0.5
 
 
 async def test_many_idle_websockets(server: tuple[str, Store]) -> None:

@@ -110,10 +110,23 @@ async def test_post_needs_a_body(client: httpx.AsyncClient) -> None:
     assert (await post(client, b"")).status_code == 400
 
 
-async def test_other_methods_are_405(client: httpx.AsyncClient) -> None:
-    response = await client.put("/graphql", json={"query": "{ __typename }"})
+@pytest.mark.parametrize("method", ["PUT", "PATCH", "DELETE", "HEAD", "TRACE", "QUERY"])
+async def test_other_methods_are_405(client: httpx.AsyncClient, method: str) -> None:
+    response = await client.request(method, "/graphql", json={"query": "{ __typename }"})
     assert response.status_code == 405
-    assert response.headers["allow"] == "GET, POST"
+    assert response.headers["allow"] == "GET, POST, OPTIONS"
+
+
+async def test_options_lists_the_methods_that_work(client: httpx.AsyncClient) -> None:
+    response = await client.options("/graphql")
+    assert response.status_code == 204 and response.content == b""
+    allowed = [m.strip() for m in response.headers["allow"].split(",")]
+    assert allowed == ["GET", "POST", "OPTIONS"]
+    for method in allowed:
+        answer = await client.request(
+            method, "/graphql", params={"query": "{ __typename }"}, json={"query": "{ __typename }"}
+        )
+        assert answer.status_code != 405, method
 
 
 @pytest.mark.parametrize(
@@ -285,3 +298,27 @@ async def test_a_body_in_parts_is_waited_for_until_its_deadline(pause: float, st
     assert sent[0]["status"] == status
     if status == 200:
         assert json.loads(sent[1]["body"]) == {"data": {"__typename": "Query"}}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (
+            "{ " + "hypervisors { totalCount } " * 1000 + "}",
+            "Validation aborted: checking that the selections of each field can be merged takes "
+            "more than the limit of 500,000 comparisons; select each field once instead of "
+            "repeating it.",
+        ),
+        (
+            "{ " + " ".join(f"f{n}" for n in range(150)) + " }",
+            "Validation stopped after 100 errors, the limit: fix these and send the document "
+            "again.",
+        ),
+    ],
+)
+async def test_aborted_validation_names_its_limit(
+    client: httpx.AsyncClient, document: str, message: str
+) -> None:
+    response = await post(client, {"query": document})
+    assert response.status_code == 400
+    assert response.json()["errors"][-1]["message"] == message

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from graphql import GraphQLError
+from strawberry.utils.logging import StrawberryLogger
 
 from gateway.logs import JsonFormatter, TextFormatter, configure
 from tests import fleet
@@ -59,12 +61,13 @@ def test_text_is_one_readable_line_with_key_values() -> None:
 @pytest.fixture
 def restore_logging() -> Iterator[None]:
     """configure() changes process-wide logging; put it back for the other tests."""
-    names = ("", "uvicorn", "uvicorn.error", "uvicorn.access")
+    names = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "strawberry.execution")
     loggers = [logging.getLogger(name) for name in names]
-    saved = [(lg.handlers[:], lg.level, lg.propagate, lg.disabled) for lg in loggers]
+    saved = [(lg.handlers[:], lg.filters[:], lg.level, lg.propagate, lg.disabled) for lg in loggers]
     yield
-    for logger, (handlers, level, propagate, disabled) in zip(loggers, saved, strict=True):
+    for logger, (handlers, filters, level, propagate, disabled) in zip(loggers, saved, strict=True):
         logger.handlers[:] = handlers
+        logger.filters[:] = filters
         logger.setLevel(level)
         logger.propagate = propagate
         logger.disabled = disabled
@@ -106,6 +109,22 @@ def test_uvicorn_logs_through_the_same_handler_and_its_access_log_is_off() -> No
     logging.getLogger("uvicorn.access").info("GET / 200")
     (line,) = stream.getvalue().splitlines()
     assert json.loads(line)["logger"] == "uvicorn.error"
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize("level", ["info", "warning"])
+def test_a_clients_bad_query_is_not_an_error(level: str) -> None:
+    """Strawberry (WebSocket) logs every GraphQL error at error level; a client's is info."""
+    stream = io.StringIO()
+    configure(level, "json", stream)
+    StrawberryLogger.error(GraphQLError("Syntax Error: Expected Name, found <EOF>."))
+    StrawberryLogger.error(GraphQLError("invalid cursor ''", original_error=GraphQLError("x")))
+    StrawberryLogger.error(GraphQLError("boom", original_error=RuntimeError("a bug")))
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    levels = [(entry["level"], entry["message"]) for entry in lines]
+    client = [("info", "Syntax Error: Expected Name, found <EOF>."), ("info", "invalid cursor ''")]
+    assert levels == [*(client if level == "info" else []), ("error", "boom")]
+    assert "RuntimeError: a bug" in lines[-1]["exception"]
 
 
 def test_an_unknown_format_is_refused() -> None:

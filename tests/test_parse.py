@@ -377,16 +377,57 @@ def test_bad_quantity_is_warned_about_and_left_out_of_sums() -> None:
     assert all(w.endswith("left out of all sums") for w in h.warnings)
 
 
-def test_negative_amount_is_counted_and_warned_about() -> None:
+def test_negative_booking_is_warned_about_and_left_out_of_sums() -> None:
     h = parse(
         hypervisor(
-            spec={"bookings": [consumer(uuid_of(1), {"cpu": "-2"})]},
-            status={"capacity": {"cpu": 8}},
+            spec={
+                "bookings": [
+                    consumer(uuid_of(1), {"cpu": 2}),
+                    consumer(uuid_of(2), {"cpu": "-5", "memory": "1Gi"}),
+                    consumer(uuid_of(3), {"cpu": 4}),
+                    reservation("r", {"cpu": "-1"}),
+                ]
+            },
+            status={"capacity": {"cpu": 90}},
         )
     )
-    assert h.resources["cpu"].booked == -2
-    assert h.resources["cpu"].free == 10
-    assert h.warnings == ("spec.bookings[0].consumer.resources.cpu: negative amount -2",)
+    cpu = h.resources["cpu"]
+    assert (cpu.booked, cpu.reserved, cpu.free) == (6, 0, 84)
+    assert h.consumers[1].resources == {"memory": GiB}  # the booking stays
+    assert h.warnings == (
+        "spec.bookings[1].consumer.resources.cpu: negative amount -5; left out of all sums",
+        "spec.bookings[3].reservation.resources.cpu: negative amount -1; left out of all sums",
+    )
+
+
+def test_negative_capacity_is_warned_about_and_unknown() -> None:
+    h = parse(
+        hypervisor(
+            spec={"bookings": [consumer(uuid_of(1), {"cpu": 1, "memory": "1Gi"})]},
+            status={"capacity": {"cpu": 8, "memory": "-5"}},
+        )
+    )
+    memory = h.resources["memory"]
+    assert (memory.physical, memory.capacity, memory.free) == (None, None, None)
+    assert not h.overcommitted
+    assert h.warnings == ("status.capacity.memory: negative amount -5; left out of all sums",)
+
+
+@pytest.mark.parametrize("field", ["effectiveCapacity", "allocation"])
+def test_negative_status_amount_is_warned_about_and_left_out(field: str) -> None:
+    h = parse(hypervisor(status={"capacity": {"cpu": 8}, field: {"cpu": "-1", "memory": "1Gi"}}))
+    assert h.warnings == (f"status.{field}.cpu: negative amount -1; left out of all sums",)
+    assert "cpu" not in (h.effective_capacity if field == "effectiveCapacity" else h.allocation)
+
+
+def test_negative_cell_amount_is_warned_about_and_left_out() -> None:
+    cell = {"cellID": 0, "capacity": {"cpu": "-8"}, "allocation": {"cpu": "-1"}}
+    h = parse(hypervisor(status={"cells": [cell]}))
+    assert (h.cells[0].capacity, h.cells[0].allocation) == ({}, {})
+    assert [w.split(":")[0] for w in h.warnings] == [
+        "status.cells[0].capacity.cpu",
+        "status.cells[0].allocation.cpu",
+    ]
 
 
 # Overcommit.

@@ -244,7 +244,11 @@ async def test_connections_per_server_are_limited() -> None:
                     f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]
                 ):
                     pass
-            assert refused.value.response.status_code == 403
+            # A full server says so: a bare 403 would read like an authentication failure.
+            assert refused.value.response.status_code == 503
+            assert refused.value.response.body == (
+                b"too many WebSocket connections (the limit is 2)\n"
+            )
         # Closed connections free their places.
         async for client in connect(address, TRANSPORT_WS):
             await client.subscribe("1", "subscription { fleetCapacityChanged { hypervisorCount } }")
@@ -260,6 +264,9 @@ async def test_websocket_origins_are_an_allow_list() -> None:
             ):
                 pass
         assert refused.value.response.status_code == 403
+        assert refused.value.response.body == (
+            b"origin 'https://evil.example' may not open a WebSocket here: see --cors-origins\n"
+        )
         for origin in ("https://dash.example", f"http://{address}"):
             async with websockets.connect(
                 url, subprotocols=[TRANSPORT_WS], origin=websockets.Origin(origin)
