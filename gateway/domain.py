@@ -24,6 +24,7 @@ __all__ = [
     "ZONE_LABEL",
     "Aggregate",
     "Amounts",
+    "Basis",
     "Cell",
     "Condition",
     "ConsumerBooking",
@@ -34,6 +35,7 @@ __all__ = [
     "ResourceCapacity",
     "Source",
     "Trait",
+    "View",
     "add_amounts",
     "consumer",
     "consumers",
@@ -60,6 +62,27 @@ class Source(Enum):
     SPEC_GROUPS = "spec.groups"
     SPEC = "spec"
     STATUS = "status"
+
+
+class Basis(Enum):
+    """The view a best known figure came from (domain brief, section 4)."""
+
+    #: Placement's view: capacity - booked, for a host whose bookings are tracked.
+    BOOKINGS = "BOOKINGS"
+    #: libvirt's view: capacity - allocated, for a host whose bookings are not tracked.
+    ALLOCATION = "ALLOCATION"
+
+
+class View(Enum):
+    """Which figure a question about free capacity judges: fits, slots, overcommitted.
+
+    Cortex's filter asks libvirt's view, Placement the bookings view; a mixed fleet
+    needs the best known figure, each host on its own basis.
+    """
+
+    AVAILABLE = "AVAILABLE"
+    BOOKINGS = "BOOKINGS"
+    ALLOCATION = "ALLOCATION"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,34 +150,50 @@ class Cell:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ResourceCapacity:
-    """Placement's view of one resource on one hypervisor (domain brief, section 4).
+    """Both views of one resource on one hypervisor (domain brief, section 4).
 
     ``None`` means unknown, never zero: a host without status has no physical figure,
-    so neither capacity nor free can be known, while booked and reserved still are.
+    so neither capacity nor free can be known, while booked and reserved still are;
+    a host whose bookings are not tracked has no booked, reserved or free figure at
+    all, and its best known figure (``available``) comes from libvirt's allocation.
     """
 
     name: str
     physical: Decimal | None
     overcommit_ratio: Decimal
-    reserved: Decimal
+    reserved: Decimal | None
     capacity: Decimal | None
-    booked: Decimal
+    booked: Decimal | None
     free: Decimal | None
     allocated: Decimal | None
     unallocated: Decimal | None
     effective_capacity: Decimal | None
+    #: free if bookings are tracked, else unallocated.
+    available: Decimal | None
+    #: The view ``available`` came from; None whenever ``available`` is unknown.
+    basis: Basis | None
+    #: booked if bookings are tracked, else allocated: the usage ``available`` leaves out.
+    used: Decimal | None
 
     @property
     def utilization(self) -> Decimal | None:
-        """booked / capacity; unknown when capacity is unknown or zero."""
-        if not self.capacity:
+        """used / capacity; unknown when either is unknown or capacity is zero."""
+        if not self.capacity or self.used is None:
             return None
-        return CONTEXT.divide(self.booked, self.capacity)
+        return CONTEXT.divide(self.used, self.capacity)
 
     @property
     def overcommitted(self) -> bool | None:
-        """True when more is booked than the capacity admits (free < 0)."""
-        return None if self.free is None else self.free < 0
+        """True when the best known figure is negative (available < 0)."""
+        return None if self.available is None else self.available < 0
+
+    def figure(self, view: View) -> Decimal | None:
+        """The free figure ``view`` judges: available, free or unallocated."""
+        if view is View.BOOKINGS:
+            return self.free
+        if view is View.ALLOCATION:
+            return self.unallocated
+        return self.available
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,9 +260,22 @@ class Hypervisor:
         return reservations(self)
 
     @property
-    def overcommitted(self) -> bool:
-        """True when any resource has negative free capacity."""
-        return any(r.overcommitted for r in self.resources.values())
+    def overcommitted(self) -> bool | None:
+        """:meth:`overcommitted_in` the best known figure."""
+        return self.overcommitted_in(View.AVAILABLE)
+
+    def overcommitted_in(self, view: View) -> bool | None:
+        """True when a resource's figure in ``view`` is negative; None when unknown.
+
+        Judged over the resources whose capacity is known (a key no status carries,
+        such as DISK_GB, cannot be judged at all): False only when every one of their
+        figures is known, so that "not overcommitted" never includes a host whose
+        figures nobody knows.
+        """
+        figures = [r.figure(view) for r in self.resources.values() if r.capacity is not None]
+        if any(f is not None and f < 0 for f in figures):
+            return True
+        return None if not figures or None in figures else False
 
 
 # Library helpers, as the operator's API package offers them.

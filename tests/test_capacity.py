@@ -147,7 +147,8 @@ def test_no_status_means_unknown_never_zero() -> None:
     assert cpu.utilization is None
     assert cpu.overcommitted is None
     assert (cpu.booked, cpu.reserved) == (4, 1)
-    assert host.overcommitted is False
+    assert (cpu.available, cpu.basis, cpu.used) == (None, None, 4)
+    assert host.overcommitted is None  # not known, so not "not overcommitted"
 
 
 def test_a_key_status_never_carries_is_unknown() -> None:
@@ -258,7 +259,7 @@ def test_placement_capacity_floors_in_placement_units() -> None:
 def test_placement_usages() -> None:
     usages = capacity.placement_usages(placement_host())
     assert usages == {"DISK_GB": 20, "MEMORY_MB": 4096, "VCPU": 5, "VGPU": 1}
-    assert capacity.placement_usages(parsed(status={"capacity": {"cpu": 8}})) == {"VCPU": 0}
+    assert capacity.placement_usages(parsed([], status={"capacity": {"cpu": 8}})) == {"VCPU": 0}
 
 
 def test_resource_class() -> None:
@@ -286,20 +287,20 @@ def test_fits_up_to_free() -> None:
 
 
 def test_fits_never_below_min_unit() -> None:
-    host = parsed(status={"capacity": {"cpu": 8, "memory": "16Gi", "DISK_GB": 100}})
+    host = parsed([], status={"capacity": {"cpu": 8, "memory": "16Gi", "DISK_GB": 100}})
     assert not fits(host, cpu="0.5")  # less than one VCPU
     assert fits(host, memory=2**20) and not fits(host, memory=2**20 - 1)  # one MiB
     assert fits(host, DISK_GB=1) and not fits(host, DISK_GB="0.5")
 
 
 def test_fits_never_beyond_max_unit() -> None:
-    host = parsed(status={"capacity": {"cpu": 8}}, overcommit={"cpu": 4})  # free 32
+    host = parsed([], status={"capacity": {"cpu": 8}}, overcommit={"cpu": 4})  # free 32
     assert fits(host, cpu=8)
     assert not fits(host, cpu=9)
 
 
 def test_fits_every_resource_of_the_request() -> None:
-    host = parsed(status={"capacity": {"cpu": 8, "memory": "16Gi"}})
+    host = parsed([], status={"capacity": {"cpu": 8, "memory": "16Gi"}})
     assert fits(host, cpu=8, memory=16 * GiB)
     assert not fits(host, cpu=8, memory=16 * GiB + 1)
     assert fits(host)  # an empty request fits anywhere
@@ -315,8 +316,3 @@ def test_unknown_never_fits() -> None:
 def test_over_subscribed_host_fits_nothing() -> None:
     host = parsed([consumer(uuid_of(1), {"cpu": 10})], status={"capacity": {"cpu": 8}})
     assert not fits(host, cpu=1)
-
-
-def test_sum_known() -> None:
-    assert capacity.sum_known([Decimal(1), None, Decimal("2.5"), None]) == (Decimal("3.5"), 2)
-    assert capacity.sum_known([]) == (0, 0)
