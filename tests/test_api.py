@@ -348,7 +348,12 @@ async def test_fleet_capacity_sums_only_known_figures(client: httpx.AsyncClient)
         {
             "key": "qa-de-1b",
             "hypervisorCount": 2,
-            "resource": {"free": "-4", "booked": "68", "available": "24", "unknownCapacityHosts": 0},
+            "resource": {
+                "free": "-4",
+                "booked": "68",
+                "available": "24",
+                "unknownCapacityHosts": 0,
+            },
         },
     ]
     assert data["aggregates"] == [
