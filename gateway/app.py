@@ -20,6 +20,7 @@ from gateway.auth import Authorizer
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.feed import Feed
+from gateway.flavors import NO_CATALOG, Catalog
 from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
 from gateway.metrics import Metrics, StateCollector
@@ -48,6 +49,7 @@ def create_app(
     authorizer: Authorizer | None = None,
     auth_recheck_interval: float = 60.0,
     metrics: Metrics | None = None,
+    catalog: Catalog = NO_CATALOG,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
 
@@ -59,7 +61,9 @@ def create_app(
     feed = Feed(store)
 
     def context(request: Request) -> Context:
-        return Context(store, source.status, feed, max_page_size=limits.max_page_size)
+        return Context(
+            store, source.status, feed, max_page_size=limits.max_page_size, catalog=catalog
+        )
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -109,6 +113,7 @@ def create_app(
         max_connections=max_connections,
         authorizer=authorizer,
         recheck_interval=auth_recheck_interval,
+        catalog=catalog,
     )
     metrics = metrics or Metrics()
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
