@@ -21,11 +21,12 @@ import decimal
 from collections.abc import Mapping
 from decimal import Decimal
 
-from gateway.domain import Amounts, Basis, Hypervisor, ResourceCapacity, View
+from gateway.domain import Amounts, Basis, Hypervisor, ResourceCapacity, View, figure_of
 from gateway.quantity import CONTEXT
 
 __all__ = [
     "PlacementInventory",
+    "admits",
     "compute_resources",
     "fits",
     "placement_inventories",
@@ -117,19 +118,27 @@ def fits(
 ) -> bool:
     """Whether ``request`` (base units) fits on ``hypervisor`` in ``view``.
 
-    Each amount must satisfy ``min_unit <= amount <= max_unit`` and ``amount <=``
-    the view's figure (domain brief, section 4): min_unit is one Placement unit
-    (1 core, 1 MiB, 1 of anything else) and Nova sets max_unit to the physical
-    total. Unknown never fits: in the BOOKINGS view, an untracked host never does.
+    Every requested resource must admit its amount (:func:`admits`); unknown never
+    fits: in the BOOKINGS view, an untracked host never does.
     """
+    figure = figure_of(view)
     for name, amount in request.items():
         resource = hypervisor.resources.get(name)
-        if resource is None or resource.physical is None:
-            return False
-        figure = resource.figure(view)
-        if figure is None or not min_unit(name) <= amount <= min(figure, resource.physical):
+        if resource is None or not admits(resource, amount, figure(resource)):
             return False
     return True
+
+
+def admits(resource: ResourceCapacity, amount: Decimal, figure: Decimal | None) -> bool | None:
+    """Whether ``min_unit <= amount <= max_unit`` and ``amount <= figure``, the view's
+    figure of ``resource``; None when the figure or the physical total is unknown.
+
+    Domain brief, section 4: min_unit is one Placement unit (1 core, 1 MiB, 1 of
+    anything else) and Nova sets max_unit to the physical total.
+    """
+    if figure is None or resource.physical is None:
+        return None
+    return min_unit(resource.name) <= amount <= min(figure, resource.physical)
 
 
 def min_unit(name: str) -> Decimal:

@@ -11,7 +11,8 @@ tooling that imports this package.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from enum import Enum
 
@@ -39,6 +40,7 @@ __all__ = [
     "add_amounts",
     "consumer",
     "consumers",
+    "figure_of",
     "has_consumer",
     "reservation",
     "reservations",
@@ -189,11 +191,21 @@ class ResourceCapacity:
 
     def figure(self, view: View) -> Decimal | None:
         """The free figure ``view`` judges: available, free or unallocated."""
-        if view is View.BOOKINGS:
-            return self.free
-        if view is View.ALLOCATION:
-            return self.unallocated
-        return self.available
+        return figure_of(view)(self)
+
+
+Figure = Callable[[ResourceCapacity], Decimal | None]
+
+_FIGURES: dict[View, Figure] = {
+    View.AVAILABLE: operator.attrgetter("available"),
+    View.BOOKINGS: operator.attrgetter("free"),
+    View.ALLOCATION: operator.attrgetter("unallocated"),
+}
+
+
+def figure_of(view: View) -> Figure:
+    """The reader of the figure ``view`` judges, to look up once for many hosts."""
+    return _FIGURES[view]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -272,7 +284,8 @@ class Hypervisor:
         figures is known, so that "not overcommitted" never includes a host whose
         figures nobody knows.
         """
-        figures = [r.figure(view) for r in self.resources.values() if r.capacity is not None]
+        figure = figure_of(view)
+        figures = [figure(r) for r in self.resources.values() if r.capacity is not None]
         if any(f is not None and f < 0 for f in figures):
             return True
         return None if not figures or None in figures else False

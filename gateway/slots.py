@@ -14,11 +14,11 @@ resource (FlavorGroupCapacity: placeable VMs per flavor group and zone).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 
 from gateway import capacity, fleet
-from gateway.domain import Basis, Hypervisor, View
+from gateway.domain import Basis, Hypervisor, View, figure_of
 from gateway.quantity import CONTEXT
 
 __all__ = ["HostSlots", "SlotGroup", "host_slots", "slot_groups"]
@@ -66,24 +66,36 @@ class SlotGroup:
 
 def host_slots(hypervisor: Hypervisor, request: Mapping[str, Decimal], view: View) -> HostSlots:
     """How many more instances asking ``request`` (base units, non-empty) fit on the host."""
-    figures = []
-    for name in request:
-        resource = hypervisor.resources.get(name)
-        figure = None if resource is None or resource.physical is None else resource.figure(view)
-        if figure is None:
-            return HostSlots(hypervisor, None, None)
-        figures.append(figure)
-    basis = _basis(hypervisor, view)
-    if not capacity.fits(hypervisor, request, view):  # also every negative figure
-        return HostSlots(hypervisor, 0, basis)
-    counts = (CONTEXT.divide_int(f, a) for f, a in zip(figures, request.values(), strict=True))
-    return HostSlots(hypervisor, int(min(counts)), basis)
+    return _counter(request, view)(hypervisor)
 
 
-def _basis(hypervisor: Hypervisor, view: View) -> Basis:
-    if view is View.AVAILABLE:
-        return Basis.BOOKINGS if hypervisor.bookings_tracked else Basis.ALLOCATION
-    return Basis(view.value)
+def _counter(request: Mapping[str, Decimal], view: View) -> Callable[[Hypervisor], HostSlots]:
+    """:func:`host_slots` for one request and view, with what they decide looked up once:
+    a catalog's slots judge every host once per flavor."""
+    figure = figure_of(view)
+    tracked, untracked = (
+        (Basis.BOOKINGS, Basis.ALLOCATION) if view is View.AVAILABLE else (Basis(view.value),) * 2
+    )
+    wanted = list(request.items())
+
+    def count(hypervisor: Hypervisor) -> HostSlots:
+        counts: list[Decimal] | None = []
+        for name, amount in wanted:
+            resource = hypervisor.resources.get(name)
+            if resource is None:
+                return HostSlots(hypervisor, None, None)
+            known = figure(resource)
+            admitted = capacity.admits(resource, amount, known)
+            if known is None or admitted is None:
+                return HostSlots(hypervisor, None, None)
+            if not admitted:  # also every negative figure: the amount is positive
+                counts = None
+            elif counts is not None:
+                counts.append(CONTEXT.divide_int(known, amount))
+        slots = 0 if counts is None else int(min(counts))
+        return HostSlots(hypervisor, slots, tracked if hypervisor.bookings_tracked else untracked)
+
+    return count
 
 
 def slot_groups(
@@ -99,7 +111,8 @@ def slot_groups(
     for name, amount in request.items():
         if amount <= 0:
             raise ValueError(f"the amount of {name} must be positive, got {amount}")
+    count = _counter(request, view)
     return [
-        SlotGroup(key, flavor, request, view, tuple(host_slots(h, request, view) for h in hosts))
+        SlotGroup(key, flavor, request, view, tuple(count(h) for h in hosts))
         for key, hosts in fleet.group(hypervisors, grouping)
     ]
