@@ -83,9 +83,9 @@ class SlotGroup:
         description="Sum of the known per-host slots; null when no host could be judged."
     )
     allocation_slots: int | None = strawberry.field(
-        description="The part of slots judged on libvirt's allocation (hosts whose bookings "
-        "are not tracked, in the AVAILABLE view): an estimate Placement does not share; null "
-        "when no host was judged on it."
+        description="The part of slots judged on libvirt's allocation (in the AVAILABLE view "
+        "the hosts whose bookings are not tracked, in ALLOCATION all): an estimate Placement "
+        "does not share; null when no host was judged on it."
     )
     hosts_with_room: int = strawberry.field(description="Hosts with at least one slot.")
     hosts_unknown: int = strawberry.field(
