@@ -21,6 +21,7 @@ from gateway.auth import Authorizer
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.feed import Feed
+from gateway.flavors import NO_CATALOG, Catalog
 from gateway.hosts import HostCheck
 from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
@@ -52,6 +53,7 @@ def create_app(
     auth_recheck_interval: float = 60.0,
     metrics: Metrics | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    catalog: Catalog = NO_CATALOG,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
 
@@ -66,7 +68,9 @@ def create_app(
     feed = Feed(store)
 
     def context(request: Request) -> Context:
-        return Context(store, source.status, feed, max_page_size=limits.max_page_size)
+        return Context(
+            store, source.status, feed, max_page_size=limits.max_page_size, catalog=catalog
+        )
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -116,6 +120,7 @@ def create_app(
         max_connections=max_connections,
         authorizer=authorizer,
         recheck_interval=auth_recheck_interval,
+        catalog=catalog,
     )
     metrics = metrics or Metrics()
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from gateway import __version__
 from gateway.auth import AllowAll, Authorizer, KubernetesAuthorizer
 from gateway.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.flavors import NO_CATALOG, Catalog, load_catalog
 from gateway.hosts import parse_allowed_hosts
 from gateway.limits import Limits
 from gateway.logs import configure as configure_logging
@@ -55,10 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         source = build_source(settings)
         cache = build_cache(settings)
         authorizer = build_authorizer(settings, metrics)
+        catalog = build_catalog(settings)
     except (StartupError, ValueError) as error:
         print(f"hypervisor-gateway: {error}", file=sys.stderr)
         return 2
-    _serve(settings, source, cache, authorizer, metrics)
+    _serve(settings, source, cache, authorizer, metrics, catalog)
     return 0
 
 
@@ -128,6 +130,17 @@ async def _reach(configuration: Configuration) -> None:
             raise OSError(f"cannot reach {configuration.host}: {error}") from error
 
 
+def build_catalog(settings: Settings) -> Catalog:
+    """The flavor catalog: --flavors, else the demo's with --demo, else none.
+
+    A catalog that cannot be read raises FlavorError (a ValueError) with the reason:
+    the gateway does not start with a catalog it silently emptied.
+    """
+    if settings.flavors:
+        return load_catalog(Path(settings.flavors))
+    return load_catalog(None) if settings.demo else NO_CATALOG
+
+
 def build_authorizer(settings: Settings, metrics: Metrics) -> Authorizer:
     """Who may ask: the cluster's RBAC (kubernetes), or everyone (none)."""
     if settings.auth_mode == "none":
@@ -182,6 +195,7 @@ def _serve(
     cache: ResponseCache | None,
     authorizer: Authorizer,
     metrics: Metrics,
+    catalog: Catalog,
 ) -> None:
     from gateway.app import create_app
     from gateway.shutdown import serve
@@ -202,6 +216,7 @@ def _serve(
         authorizer=authorizer,
         metrics=metrics,
         allowed_hosts=allowed_hosts(settings),
+        catalog=catalog,
     )
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port

@@ -1,4 +1,4 @@
-"""What every resolver sees: the store, the source's status, and one snapshot."""
+"""What every resolver sees: the store, the source's status, one snapshot, the flavors."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 from starlette.websockets import WebSocket
 
 from gateway.feed import Feed
+from gateway.flavors import NO_CATALOG, Catalog
 from gateway.source import SyncStatus
 from gateway.store import Snapshot, Store
 
@@ -24,6 +25,7 @@ class Context:
 
     __slots__ = (
         "_snapshot",
+        "catalog",
         "coalesce_interval",
         "connection",
         "connection_params",
@@ -43,8 +45,11 @@ class Context:
         coalesce_interval: float = 1.0,
         max_page_size: int = 10_000,
         connection: WebSocket | None = None,
+        catalog: Catalog = NO_CATALOG,
     ) -> None:
         self.store = store
+        #: The flavor catalog slots can be asked for by name (empty: none loaded).
+        self.catalog = catalog
         self.status = status
         self.feed = feed
         self.coalesce_interval = coalesce_interval

@@ -11,7 +11,8 @@ tooling that imports this package.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from enum import Enum
 
@@ -24,6 +25,7 @@ __all__ = [
     "ZONE_LABEL",
     "Aggregate",
     "Amounts",
+    "Basis",
     "Cell",
     "Condition",
     "ConsumerBooking",
@@ -34,9 +36,11 @@ __all__ = [
     "ResourceCapacity",
     "Source",
     "Trait",
+    "View",
     "add_amounts",
     "consumer",
     "consumers",
+    "figure_of",
     "has_consumer",
     "reservation",
     "reservations",
@@ -60,6 +64,27 @@ class Source(Enum):
     SPEC_GROUPS = "spec.groups"
     SPEC = "spec"
     STATUS = "status"
+
+
+class Basis(Enum):
+    """The view a best known figure came from (domain brief, section 4)."""
+
+    #: Placement's view: capacity - booked, for a host whose bookings are tracked.
+    BOOKINGS = "BOOKINGS"
+    #: libvirt's view: capacity - allocated, for a host whose bookings are not tracked.
+    ALLOCATION = "ALLOCATION"
+
+
+class View(Enum):
+    """Which figure a question about free capacity judges: fits, slots, overcommitted.
+
+    Cortex's filter asks libvirt's view, Placement the bookings view; a mixed fleet
+    needs the best known figure, each host on its own basis.
+    """
+
+    AVAILABLE = "AVAILABLE"
+    BOOKINGS = "BOOKINGS"
+    ALLOCATION = "ALLOCATION"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -127,34 +152,60 @@ class Cell:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ResourceCapacity:
-    """Placement's view of one resource on one hypervisor (domain brief, section 4).
+    """Both views of one resource on one hypervisor (domain brief, section 4).
 
     ``None`` means unknown, never zero: a host without status has no physical figure,
-    so neither capacity nor free can be known, while booked and reserved still are.
+    so neither capacity nor free can be known, while booked and reserved still are;
+    a host whose bookings are not tracked has no booked, reserved or free figure at
+    all, and its best known figure (``available``) comes from libvirt's allocation.
     """
 
     name: str
     physical: Decimal | None
     overcommit_ratio: Decimal
-    reserved: Decimal
+    reserved: Decimal | None
     capacity: Decimal | None
-    booked: Decimal
+    booked: Decimal | None
     free: Decimal | None
     allocated: Decimal | None
     unallocated: Decimal | None
     effective_capacity: Decimal | None
+    #: free if bookings are tracked, else unallocated.
+    available: Decimal | None
+    #: The view ``available`` came from; None whenever ``available`` is unknown.
+    basis: Basis | None
+    #: booked if bookings are tracked, else allocated: the usage ``available`` leaves out.
+    used: Decimal | None
 
     @property
     def utilization(self) -> Decimal | None:
-        """booked / capacity; unknown when capacity is unknown or zero."""
-        if not self.capacity:
+        """used / capacity; unknown when either is unknown or capacity is zero."""
+        if not self.capacity or self.used is None:
             return None
-        return CONTEXT.divide(self.booked, self.capacity)
+        return CONTEXT.divide(self.used, self.capacity)
 
     @property
     def overcommitted(self) -> bool | None:
-        """True when more is booked than the capacity admits (free < 0)."""
-        return None if self.free is None else self.free < 0
+        """True when the best known figure is negative (available < 0)."""
+        return None if self.available is None else self.available < 0
+
+    def figure(self, view: View) -> Decimal | None:
+        """The free figure ``view`` judges: available, free or unallocated."""
+        return figure_of(view)(self)
+
+
+Figure = Callable[[ResourceCapacity], Decimal | None]
+
+_FIGURES: dict[View, Figure] = {
+    View.AVAILABLE: operator.attrgetter("available"),
+    View.BOOKINGS: operator.attrgetter("free"),
+    View.ALLOCATION: operator.attrgetter("unallocated"),
+}
+
+
+def figure_of(view: View) -> Figure:
+    """The reader of the figure ``view`` judges, to look up once for many hosts."""
+    return _FIGURES[view]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,9 +272,23 @@ class Hypervisor:
         return reservations(self)
 
     @property
-    def overcommitted(self) -> bool:
-        """True when any resource has negative free capacity."""
-        return any(r.overcommitted for r in self.resources.values())
+    def overcommitted(self) -> bool | None:
+        """:meth:`overcommitted_in` the best known figure."""
+        return self.overcommitted_in(View.AVAILABLE)
+
+    def overcommitted_in(self, view: View) -> bool | None:
+        """True when a resource's figure in ``view`` is negative; None when unknown.
+
+        Judged over the resources whose capacity is known (a key no status carries,
+        such as DISK_GB, cannot be judged at all): False only when every one of their
+        figures is known, so that "not overcommitted" never includes a host whose
+        figures nobody knows.
+        """
+        figure = figure_of(view)
+        figures = [figure(r) for r in self.resources.values() if r.capacity is not None]
+        if any(f is not None and f < 0 for f in figures):
+            return True
+        return None if not figures or None in figures else False
 
 
 # Library helpers, as the operator's API package offers them.

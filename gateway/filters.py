@@ -12,7 +12,7 @@ from graphql import GraphQLError
 from gateway import capacity, domain
 from gateway.selector import SelectorError, parse_selector
 from gateway.store import Snapshot
-from gateway.types import Quantity
+from gateway.types import CapacityView, Quantity, domain_view
 
 __all__ = [
     "HypervisorFilter",
@@ -57,16 +57,25 @@ class HypervisorFilter:
     project_id: str | None = strawberry.field(
         default=None, description="A consumer of this project is booked on it."
     )
+    view: CapacityView = strawberry.field(
+        default=CapacityView.AVAILABLE,
+        description="The figure canFit and overcommitted judge: AVAILABLE (each host on its own "
+        "basis), BOOKINGS (free) or ALLOCATION (unallocated).",
+    )
     can_fit: list[ResourceRequest] | None = strawberry.field(
         default=None,
         description=(
-            "Free capacity admits this request under Placement rules: for every resource, "
-            "min_unit <= amount <= max_unit and amount <= free, where min_unit is 1 core, "
-            "1 MiB or 1 unit and max_unit the physical total. Unknown capacity never fits."
+            "The view's figure admits this request under Placement rules: for every resource, "
+            "min_unit <= amount <= max_unit and amount <= the figure, where min_unit is 1 core, "
+            "1 MiB or 1 unit and max_unit the physical total. Unknown never fits; in the "
+            "BOOKINGS view a host whose bookings are not tracked never does."
         ),
     )
     overcommitted: bool | None = strawberry.field(
-        default=None, description="Some resource has free < 0."
+        default=None,
+        description="Some resource's figure in the view is negative (true), or every known "
+        "capacity has a non-negative figure (false); hosts whose figures are unknown match "
+        "neither.",
     )
     bookings_tracked: bool | None = strawberry.field(
         default=None, description="spec.bookings is present."
@@ -79,11 +88,14 @@ class HypervisorFilter:
 @strawberry.enum(description="What to order hypervisors by.")
 class HypervisorOrderField(Enum):
     NAME = strawberry.enum_value("NAME", description="Hypervisor name.")
-    FREE = strawberry.enum_value("FREE", description="Free capacity of the resource.")
+    AVAILABLE = strawberry.enum_value(
+        "AVAILABLE", description="Best known free figure of the resource (available)."
+    )
+    FREE = strawberry.enum_value("FREE", description="Free capacity of the resource (bookings).")
     BOOKED = strawberry.enum_value("BOOKED", description="Booked amount of the resource.")
     CAPACITY = strawberry.enum_value("CAPACITY", description="Capacity of the resource.")
     UTILIZATION = strawberry.enum_value(
-        "UTILIZATION", description="booked / capacity of the resource."
+        "UTILIZATION", description="used / capacity of the resource (best known figure)."
     )
 
 
@@ -93,13 +105,16 @@ class OrderDirection(Enum):
     DESC = strawberry.enum_value("DESC", description="Largest first.")
 
 
-@strawberry.input(description="Ordering; ties and unknown values: by name, unknown values last.")
+@strawberry.input(
+    description="Ordering; ties by name. Unknown (null) values come last in both directions."
+)
 class HypervisorOrder:
     field: HypervisorOrderField = strawberry.field(
         default=HypervisorOrderField.NAME, description="Sort key."
     )
     resource: str | None = strawberry.field(
-        default=None, description="Resource for FREE, BOOKED, CAPACITY, UTILIZATION (e.g. cpu)."
+        default=None,
+        description="Resource for AVAILABLE, FREE, BOOKED, CAPACITY, UTILIZATION (e.g. cpu).",
     )
     direction: OrderDirection = strawberry.field(
         default=OrderDirection.ASC, description="ASC or DESC."
@@ -157,10 +172,13 @@ def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:
         yield lambda h: domain.has_consumer(h, consumer)
     if (project := where.project_id) is not None:
         yield lambda h: any(c.project_id == project for c in h.consumers)
+    view = domain_view(where.view)
     if where.can_fit is not None:
         request = _request(where.can_fit)
-        yield lambda h: capacity.fits(h, request)
-    for flag in ("ready", "overcommitted", "bookings_tracked", "has_status"):
+        yield lambda h: capacity.fits(h, request, view)
+    if (overcommitted := where.overcommitted) is not None:
+        yield lambda h: h.overcommitted_in(view) is overcommitted
+    for flag in ("ready", "bookings_tracked", "has_status"):
         if (wanted := getattr(where, flag)) is not None:
             yield lambda h, f=flag, w=wanted: getattr(h, f) is w  # type: ignore[misc]
 
@@ -207,6 +225,7 @@ def _descending_name(name: str) -> tuple[int, ...]:
 
 
 _VALUES: dict[HypervisorOrderField, Callable[[domain.ResourceCapacity], Decimal | None]] = {
+    HypervisorOrderField.AVAILABLE: lambda r: r.available,
     HypervisorOrderField.FREE: lambda r: r.free,
     HypervisorOrderField.BOOKED: lambda r: r.booked,
     HypervisorOrderField.CAPACITY: lambda r: r.capacity,

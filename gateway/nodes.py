@@ -209,14 +209,18 @@ class Hypervisor:
     bookings_tracked: bool = strawberry.field(
         description=(
             "False when spec.bookings is absent: bookings are not tracked for this host (which "
-            "is not the same as having none); it is then treated as empty."
+            "is not the same as having none): its reserved, booked and free figures are null "
+            "and its best known figure (available) comes from libvirt's allocation."
         )
     )
     has_status: bool = strawberry.field(
         description="False for a new object the node agent has not reported on yet."
     )
     num_instances: int | None = strawberry.field(description="status.numInstances.")
-    overcommitted: bool = strawberry.field(description="Some resource has free < 0.")
+    overcommitted: bool | None = strawberry.field(
+        description="Some resource has available < 0 (the best known figure). False only when "
+        "every resource with a known capacity has a known figure; null when unknown."
+    )
     warnings: list[str] = strawberry.field(
         description="Problems found in the object (bad quantities, duplicate consumers, ...)."
     )

@@ -68,6 +68,7 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     traits, aggregates = _memberships(p, spec, status)
 
     resources = capacity.compute_resources(
+        tracked=bookings_tracked,
         physical=physical,
         overcommit=overcommit,
         reserved=total_resources(b for b in bookings if isinstance(b, ReservationBooking)),

@@ -15,11 +15,13 @@ from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
+from gateway.catalog import Flavor, SlotGroup, flavor_slots
 from gateway.context import Context
 from gateway.executor import shortcut_resolvers
 from gateway.filters import (
     HypervisorFilter,
     HypervisorOrder,
+    ResourceRequest,
     apply_filter,
     cursor_key,
     order_keys,
@@ -31,7 +33,7 @@ from gateway.quantity import QuantityError, format_quantity, parse_quantity
 from gateway.source import SyncStatus as SyncStatusRecord
 from gateway.subscriptions import Subscription
 from gateway.totals import FleetGroup, FleetGrouping, fleet_groups
-from gateway.types import QUANTITY_DESCRIPTION, PlacementProvider, Quantity
+from gateway.types import QUANTITY_DESCRIPTION, CapacityView, PlacementProvider, Quantity
 
 __all__ = ["LIVE_FIELDS", "LOOKUP_FIELDS", "build_schema", "schema", "sdl"]
 
@@ -210,6 +212,46 @@ class Query:
         ] = FleetGrouping.NONE,
     ) -> list[FleetGroup]:
         return fleet_groups(info.context.snapshot, filter, group_by)  # type: ignore[return-value]
+
+    @strawberry.field(
+        description="How many more instances of one size fit, per group (domain brief, section "
+        "4): give exactly one of request (explicit amounts) and flavor (a catalog name). For "
+        "every catalog flavor at once, ask flavors { name slots(groupBy: ...) { ... } }."
+    )
+    def slots(
+        self,
+        info: Info[Context, None],
+        request: Annotated[
+            list[ResourceRequest] | None,
+            strawberry.argument(description="What one instance requests (each resource once)."),
+        ] = None,
+        flavor: Annotated[
+            str | None,
+            strawberry.argument(
+                description="A flavor of the catalog; unknown names fail (UNKNOWN_FLAVOR)."
+            ),
+        ] = None,
+        filter: FilterArg = None,
+        group_by: Annotated[
+            FleetGrouping, strawberry.argument(description="Grouping (default NONE).")
+        ] = FleetGrouping.NONE,
+        view: Annotated[
+            CapacityView,
+            strawberry.argument(
+                description="The figure slots divide: AVAILABLE (default), BOOKINGS or "
+                "ALLOCATION. Independent of filter.view."
+            ),
+        ] = CapacityView.AVAILABLE,
+    ) -> list[SlotGroup]:
+        groups = flavor_slots(info, request, flavor, filter, group_by, view)
+        return groups  # type: ignore[return-value]
+
+    @strawberry.field(
+        description="The flavor catalog (serve --flavors FILE; the demo ships one), in file "
+        "order; empty when none is loaded."
+    )
+    def flavors(self, info: Info[Context, None]) -> list[Flavor]:
+        return list(info.context.catalog.flavors)  # type: ignore[arg-type]
 
     @strawberry.field(description="The Placement view of the hypervisor with this provider UUID.")
     def placement_provider(

@@ -23,6 +23,7 @@ class Settings:
     demo_seed: int = 0
     demo_churn: float = 0.0
     from_path: str | None = None
+    flavors: str | None = None
     kubeconfig: str | None = None
     context: str | None = None
     log_level: str = "info"
@@ -70,6 +71,13 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_FROM",
         str,
         "serve Hypervisor objects from a YAML/JSON file or directory",
+    ),
+    (
+        "flavors",
+        "GATEWAY_FLAVORS",
+        str,
+        "flavor catalog (YAML/JSON, as openstack flavor show gives them) for slots(flavor:); "
+        "default: none, the demo's own catalog with --demo",
     ),
     ("kubeconfig", "KUBECONFIG", str, "kubeconfig file (default: in-cluster, then ~/.kube/config)"),
     ("context", "GATEWAY_CONTEXT", str, "kubeconfig context to use"),

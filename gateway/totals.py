@@ -26,24 +26,55 @@ class FleetGrouping(Enum):
     )
 
 
-@strawberry.type(description="Fleet totals of one resource over a group of hypervisors.")
+@strawberry.type(
+    description="Fleet totals of one resource over a group of hypervisors. Each figure sums "
+    "the hosts that know it: booked, reserved and free over the hosts whose bookings are "
+    "tracked (trackedHosts), the others over the hosts with a known value; a figure no host "
+    "knows is null, never 0. An untracked host's capacity never counts as free: its best "
+    "known figure is in available."
+)
 class FleetResource:
     name: str = strawberry.field(description="Resource key.")
     hypervisors: int = strawberry.field(description="Hosts in the group that have this resource.")
-    physical: Quantity = strawberry.field(description="Sum of known physical capacity.")
-    reserved: Quantity = strawberry.field(description="Sum of reservations.")
-    capacity: Quantity = strawberry.field(description="Sum of known schedulable capacity.")
-    booked: Quantity = strawberry.field(description="Sum of consumer bookings (all hosts).")
-    free: Quantity = strawberry.field(
-        description="Sum of known free capacity (negative free of over-subscribed hosts included)."
+    tracked_hosts: int = strawberry.field(
+        description="Hosts in the group whose bookings are tracked: booked, reserved and free "
+        "sum over them."
     )
-    allocated: Quantity = strawberry.field(description="Sum of reported libvirt usage.")
+    untracked_hosts: int = strawberry.field(
+        description="Hosts in the group whose bookings are not tracked (no spec.bookings)."
+    )
+    physical: Quantity | None = strawberry.field(description="Sum of known physical capacity.")
+    reserved: Quantity | None = strawberry.field(
+        description="Sum of reservations of the tracked hosts."
+    )
+    capacity: Quantity | None = strawberry.field(description="Sum of known schedulable capacity.")
+    booked: Quantity | None = strawberry.field(
+        description="Sum of consumer bookings of the tracked hosts."
+    )
+    free: Quantity | None = strawberry.field(
+        description="Sum of known free capacity (Placement's view, tracked hosts only; negative "
+        "free of over-subscribed hosts included)."
+    )
+    allocated: Quantity | None = strawberry.field(description="Sum of reported libvirt usage.")
+    available: Quantity | None = strawberry.field(
+        description="Sum of known best known figures: free of the tracked hosts, unallocated of "
+        "the others (negative ones included)."
+    )
+    used: Quantity | None = strawberry.field(
+        description="Sum of known used amounts: booked of the tracked hosts, allocated of the "
+        "others."
+    )
     unknown_capacity_hosts: int = strawberry.field(
-        description="Hosts whose physical capacity is unknown: left out of physical/capacity/free."
+        description="Hosts in the group whose capacity of this resource is unknown (no status, "
+        "or a key their status does not carry): left out of physical, capacity, free and "
+        "available."
     )
-    overcommitted_hosts: int = strawberry.field(description="Hosts with free < 0.")
+    overcommitted_hosts: int = strawberry.field(description="Hosts with available < 0.")
 
-    @strawberry.field(description="Booked / capacity over the hosts with known capacity.")
+    @strawberry.field(
+        description="sum(used) / sum(capacity) over the hosts that know both; null when none "
+        "does (or their capacity sums to 0)."
+    )
     def utilization(self, root: strawberry.Parent[fleet.FleetResource]) -> float | None:
         value = root.utilization
         return None if value is None else float(value)
@@ -59,6 +90,14 @@ class FleetGroup:
     @strawberry.field(description="Number of hypervisors in the group.")
     def hypervisor_count(self, root: strawberry.Parent[fleet.FleetGroup]) -> int:
         return len(root.hypervisors)
+
+    @strawberry.field(description="Hosts in the group whose bookings are tracked.")
+    def tracked_hosts(self, root: strawberry.Parent[fleet.FleetGroup]) -> int:
+        return sum(1 for h in root.hypervisors if h.bookings_tracked)
+
+    @strawberry.field(description="Hosts in the group whose bookings are not tracked.")
+    def untracked_hosts(self, root: strawberry.Parent[fleet.FleetGroup]) -> int:
+        return sum(1 for h in root.hypervisors if not h.bookings_tracked)
 
     @strawberry.field(description="Per-resource totals.")
     def resources(self, root: strawberry.Parent[fleet.FleetGroup]) -> list[FleetResource]:

@@ -118,11 +118,49 @@ class NumaCell:
         return amounts(root.allocation)
 
 
+@strawberry.enum(description="The view a best known figure (available) came from.")
+class CapacityBasis(Enum):
+    BOOKINGS = strawberry.enum_value(
+        "BOOKINGS",
+        description="Placement's view: free = capacity - booked (the host's bookings are tracked).",
+    )
+    ALLOCATION = strawberry.enum_value(
+        "ALLOCATION",
+        description="libvirt's view: unallocated = capacity - allocated (bookings not tracked).",
+    )
+
+
+@strawberry.enum(
+    description="Which free figure a question judges (fitting, slots, overcommitment)."
+)
+class CapacityView(Enum):
+    AVAILABLE = strawberry.enum_value(
+        "AVAILABLE",
+        description="The best known figure: each host on its own basis (free if its bookings "
+        "are tracked, else unallocated).",
+    )
+    BOOKINGS = strawberry.enum_value(
+        "BOOKINGS",
+        description="Placement's view (free); a host whose bookings are not tracked is unknown.",
+    )
+    ALLOCATION = strawberry.enum_value(
+        "ALLOCATION", description="libvirt's view (unallocated), as Cortex's filter judges."
+    )
+
+
+def domain_view(view: CapacityView | None) -> domain.View:
+    return domain.View((view or CapacityView.AVAILABLE).value)
+
+
 @strawberry.type(
     description=(
-        "Placement's view of one resource on one hypervisor. capacity = floor((physical - "
-        "reserved) x overcommitRatio); free = capacity - booked. Fields that depend on an "
-        "unknown physical capacity are null, never 0."
+        "One resource on one hypervisor, in two views. capacity = floor((physical - reserved) x "
+        "overcommitRatio) when the host's bookings (spec.bookings) are tracked, floor(physical x "
+        "overcommitRatio) when not. Placement's view: free = capacity - booked. libvirt's view: "
+        "unallocated = capacity - allocated. The best known figure, available, is free for a "
+        "tracked host and unallocated otherwise, and basis says which. Unknown figures are "
+        "null, never 0: reserved, booked and free of a host whose bookings are not tracked, "
+        "and whatever depends on an unknown physical capacity."
     )
 )
 class ResourceCapacity:
@@ -133,30 +171,48 @@ class ResourceCapacity:
     overcommit_ratio: Quantity = strawberry.field(
         description="spec.overcommit ratio for this resource (1 when not set)."
     )
-    reserved: Quantity = strawberry.field(description="Sum of reservation bookings.")
-    capacity: Quantity | None = strawberry.field(
-        description="Schedulable capacity: floor((physical - reserved) x overcommitRatio)."
+    reserved: Quantity | None = strawberry.field(
+        description="Sum of reservation bookings; null when bookings are not tracked."
     )
-    booked: Quantity = strawberry.field(
-        description="Sum of consumer bookings (Placement usage); excludes reservations."
+    capacity: Quantity | None = strawberry.field(
+        description="Schedulable capacity: floor((physical - reserved) x overcommitRatio); "
+        "floor(physical x overcommitRatio) when bookings are not tracked (reservations unknown)."
+    )
+    booked: Quantity | None = strawberry.field(
+        description="Sum of consumer bookings (Placement usage); excludes reservations. Null "
+        "when bookings are not tracked."
     )
     free: Quantity | None = strawberry.field(
-        description="capacity - booked. Negative when over-subscribed; never clamped."
+        description="Placement's view: capacity - booked. Negative when over-subscribed; never "
+        "clamped. Null when bookings are not tracked or capacity is unknown."
     )
     allocated: Quantity | None = strawberry.field(
         description="status.allocation: actual usage reported by libvirt."
     )
-    unallocated: Quantity | None = strawberry.field(description="capacity - allocated.")
+    unallocated: Quantity | None = strawberry.field(
+        description="libvirt's view: capacity - allocated. Negative when over capacity."
+    )
     effective_capacity: Quantity | None = strawberry.field(
         description="status.effectiveCapacity as the agent reports it (no reservations)."
     )
+    available: Quantity | None = strawberry.field(
+        description="The best known free figure: free when bookings are tracked, else "
+        "unallocated. Negative when over-subscribed; null when unknown."
+    )
+    used: Quantity | None = strawberry.field(
+        description="What available leaves out: booked when bookings are tracked, else allocated."
+    )
 
-    @strawberry.field(description="booked / capacity as a ratio (1.0 = full); null if unknown.")
+    @strawberry.field(description="The view available came from; null when available is unknown.")
+    def basis(self, root: strawberry.Parent[domain.ResourceCapacity]) -> CapacityBasis | None:
+        return None if root.basis is None else CapacityBasis(root.basis.value)
+
+    @strawberry.field(description="used / capacity as a ratio (1.0 = full); null if unknown.")
     def utilization(self, root: strawberry.Parent[domain.ResourceCapacity]) -> float | None:
         value = root.utilization
         return None if value is None else float(value)
 
-    @strawberry.field(description="True when free < 0; null when capacity is unknown.")
+    @strawberry.field(description="True when available < 0; null when available is unknown.")
     def overcommitted(self, root: strawberry.Parent[domain.ResourceCapacity]) -> bool | None:
         return root.overcommitted
 
@@ -171,14 +227,21 @@ class ResourceCapacity:
 class PlacementInventory:
     resource_class: str = strawberry.field(description="VCPU, MEMORY_MB, DISK_GB, ...")
     total: Quantity = strawberry.field(description="Physical total.")
-    reserved: Quantity = strawberry.field(description="Reserved by reservation bookings.")
+    reserved: Quantity | None = strawberry.field(
+        description="Reserved by reservation bookings; null when bookings are not tracked."
+    )
     min_unit: Quantity = strawberry.field(description="Smallest allocation (1).")
     max_unit: Quantity = strawberry.field(description="Largest allocation (= total).")
     step_size: Quantity = strawberry.field(description="Allocation granularity (1).")
     allocation_ratio: Quantity = strawberry.field(description="Overcommit ratio.")
-    used: Quantity = strawberry.field(description="Sum of consumer allocations.")
-    capacity: Quantity = strawberry.field(description="floor((total - reserved) x ratio).")
-    free: Quantity = strawberry.field(description="capacity - used.")
+    used: Quantity | None = strawberry.field(
+        description="Sum of consumer allocations; null when bookings are not tracked."
+    )
+    capacity: Quantity = strawberry.field(
+        description="floor((total - reserved) x ratio); floor(total x ratio) when reservations "
+        "are unknown."
+    )
+    free: Quantity | None = strawberry.field(description="capacity - used; null when unknown.")
 
 
 @strawberry.type(description="The hypervisor as a Placement resource provider.")
@@ -195,9 +258,13 @@ class PlacementProvider:
     def inventories(self, root: strawberry.Parent[domain.Hypervisor]) -> list[PlacementInventory]:
         return capacity.placement_inventories(root)  # type: ignore[return-value]
 
-    @strawberry.field(description="Usage per resource class: consumer allocations only.")
-    def usages(self, root: strawberry.Parent[domain.Hypervisor]) -> list[ResourceAmount]:
-        return amounts(capacity.placement_usages(root))
+    @strawberry.field(
+        description="Usage per resource class: consumer allocations only; null when the "
+        "host's bookings are not tracked (unknown, not zero)."
+    )
+    def usages(self, root: strawberry.Parent[domain.Hypervisor]) -> list[ResourceAmount] | None:
+        usages = capacity.placement_usages(root)
+        return None if usages is None else amounts(usages)
 
 
 @strawberry.type(description="Operating system and hardware facts (status.operatingSystem).")

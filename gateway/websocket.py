@@ -24,6 +24,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_P
 from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.context import Context
 from gateway.feed import Feed
+from gateway.flavors import NO_CATALOG, Catalog
 from gateway.limits import LimitError, Limits, check_document
 from gateway.refusal import refuse, refuse_websocket
 from gateway.schema import Extension, build_schema
@@ -72,6 +73,7 @@ class SubscriptionServer(GraphQL[Context, None]):
         keep_alive_interval: float = 15.0,
         authorizer: Authorizer | None = None,
         recheck_interval: float = 60.0,
+        catalog: Catalog = NO_CATALOG,
     ) -> None:
         extensions: list[Extension] = [lambda: DocumentLimits(limits)]
         if not introspection:
@@ -95,6 +97,7 @@ class SubscriptionServer(GraphQL[Context, None]):
         self.connections = 0
         self.authorizer = authorizer or AllowAll()
         self.recheck_interval = recheck_interval
+        self.catalog = catalog
         self._rechecks: set[asyncio.Task[None]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -160,6 +163,7 @@ class SubscriptionServer(GraphQL[Context, None]):
             coalesce_interval=self.coalesce_interval,
             max_page_size=self.limits.max_page_size,
             connection=request if live else None,
+            catalog=self.catalog,
         )
 
 

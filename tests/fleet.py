@@ -124,7 +124,9 @@ _FLEET = [
         },
         None,
     ),
-    # bookings not tracked; in maintenance, not ready
+    # bookings not tracked (booked, reserved, free unknown); in maintenance, not ready
+    # cpu: capacity 128, allocated 100, unallocated = available 28 on basis ALLOCATION
+    # memory: capacity 256Gi, allocated 64Gi, available 192Gi = 206158430208
     _hypervisor(
         "node-d",
         "qa-de-1b",
@@ -135,6 +137,7 @@ _FLEET = [
         },
         {
             "capacity": {"cpu": "128", "memory": "256Gi"},
+            "allocation": {"cpu": "100", "memory": "64Gi"},
             "conditions": _ready("False"),
             "numInstances": 0,
         },

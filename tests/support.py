@@ -33,11 +33,13 @@ class StaticSource:
 
 
 @contextlib.asynccontextmanager
-async def serve(objects: list[dict[str, Any]]) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
+async def serve(
+    objects: list[dict[str, Any]], **app_options: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
     """The real ASGI app with its lifespan running, and an HTTP client for it."""
     store = Store()
     source = StaticSource(objects)
-    app = create_app(source, store)
+    app = create_app(source, store, **app_options)
     async with app.router.lifespan_context(app):
         await source.loaded.wait()
         transport = httpx.ASGITransport(app=app)

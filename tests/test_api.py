@@ -39,7 +39,7 @@ async def test_free_capacity_follows_placement(client: httpx.AsyncClient) -> Non
         client,
         """{ hypervisor(name: "node-a") {
         resources { name physical overcommitRatio reserved capacity booked free allocated
-                    unallocated overcommitted utilization } } }""",
+                    unallocated overcommitted utilization available basis used } } }""",
     )
     cpu, memory = data["hypervisor"]["resources"]
     assert cpu == {
@@ -54,6 +54,9 @@ async def test_free_capacity_follows_placement(client: httpx.AsyncClient) -> Non
         "unallocated": "474",
         "overcommitted": False,
         "utilization": pytest.approx(28 / 504),
+        "available": "476",
+        "basis": "BOOKINGS",
+        "used": "28",
     }
     assert memory["capacity"] == "1090921693184"
     assert memory["booked"] == "60129542144"
@@ -65,29 +68,48 @@ async def test_over_subscribed_and_unknown(client: httpx.AsyncClient) -> None:
         client,
         """{
         b: hypervisor(name: "node-b") { overcommitted resource(name: "cpu") { free overcommitted } }
-        c: hypervisor(name: "node-c") { hasStatus resource(name: "cpu") {
-             physical capacity free booked reserved overcommitted utilization } }
+        c: hypervisor(name: "node-c") { hasStatus overcommitted resource(name: "cpu") {
+             physical capacity free booked reserved available basis used overcommitted utilization } }
         d: hypervisor(name: "node-d") { bookingsTracked bookings { __typename } drift { runningNotBooked { id } }
-             resource(name: "cpu") { capacity free booked } ready readyReason maintenance } }""",
+             overcommitted resource(name: "cpu") { capacity free booked reserved allocated unallocated
+               available basis used utilization overcommitted } ready readyReason maintenance } }""",
     )
     assert data["b"] == {"overcommitted": True, "resource": {"free": "-4", "overcommitted": True}}
     assert data["c"] == {
         "hasStatus": False,
+        "overcommitted": None,
         "resource": {
             "physical": None,
             "capacity": None,
             "free": None,
             "booked": "2",
             "reserved": "0",
+            "available": None,
+            "basis": None,
+            "used": "2",
             "overcommitted": None,
             "utilization": None,
         },
     }
+    # Not tracked: nothing is known of its bookings; libvirt's allocation is the best figure.
     assert data["d"] == {
         "bookingsTracked": False,
         "bookings": [],
         "drift": None,
-        "resource": {"capacity": "128", "free": "128", "booked": "0"},
+        "overcommitted": False,
+        "resource": {
+            "capacity": "128",
+            "free": None,
+            "booked": None,
+            "reserved": None,
+            "allocated": "100",
+            "unallocated": "28",
+            "available": "28",
+            "basis": "ALLOCATION",
+            "used": "100",
+            "utilization": pytest.approx(100 / 128),
+            "overcommitted": False,
+        },
         "ready": False,
         "readyReason": "Down",
         "maintenance": "manual",
@@ -188,6 +210,11 @@ async def test_consumers_connection_and_filters(client: httpx.AsyncClient) -> No
         ({"consumer": fleet.C3}, ["node-a", "node-b"]),
         ({"projectId": "p2"}, ["node-a", "node-c"]),
         ({"overcommitted": True}, ["node-b"]),
+        ({"overcommitted": False}, ["node-a", "node-d"]),  # node-c: unknown, matches neither
+        ({"overcommitted": True, "view": "BOOKINGS"}, ["node-b"]),
+        ({"overcommitted": False, "view": "BOOKINGS"}, ["node-a"]),  # node-d is not tracked
+        ({"overcommitted": True, "view": "ALLOCATION"}, []),  # node-b reports no allocation
+        ({"overcommitted": False, "view": "ALLOCATION"}, ["node-a", "node-d"]),
         ({"bookingsTracked": False}, ["node-d"]),
         ({"hasStatus": False}, ["node-c"]),
         ({"zone": "qa-de-1b", "ready": False}, ["node-d"]),
@@ -201,7 +228,14 @@ async def test_hypervisor_filters(
 
 async def test_can_fit_uses_free_capacity_and_max_unit(client: httpx.AsyncClient) -> None:
     fit = [{"resource": "cpu", "amount": "4"}, {"resource": "memory", "amount": "16Gi"}]
+    # node-d is not tracked: it fits on libvirt's figures (28 cores unallocated).
     assert await names(client, {"canFit": fit}) == ["node-a", "node-d"]
+    assert await names(client, {"canFit": fit, "view": "AVAILABLE"}) == ["node-a", "node-d"]
+    assert await names(client, {"canFit": fit, "view": "BOOKINGS"}) == ["node-a"]
+    # node-b reports no allocation: unknown in the libvirt view, so it never fits there.
+    assert await names(client, {"canFit": fit, "view": "ALLOCATION"}) == ["node-a", "node-d"]
+    cores = [{"resource": "cpu", "amount": "29"}]
+    assert await names(client, {"canFit": cores}) == ["node-a"]  # beyond node-d's 28
     # 300 cores are free on node-a (476) but exceed its physical total (max_unit 256).
     assert await names(client, {"canFit": [{"resource": "cpu", "amount": "300"}]}) == []
     assert await names(client, {"canFit": [{"resource": "cpu", "amount": "256"}]}) == ["node-a"]
@@ -213,16 +247,29 @@ async def test_can_fit_uses_free_capacity_and_max_unit(client: httpx.AsyncClient
         ({"field": "NAME", "direction": "DESC"}, ["node-d", "node-c", "node-b", "node-a"]),
         (
             {"field": "FREE", "resource": "cpu", "direction": "DESC"},
+            ["node-a", "node-b", "node-c", "node-d"],
+        ),
+        ({"field": "FREE", "resource": "cpu"}, ["node-b", "node-a", "node-c", "node-d"]),
+        (
+            {"field": "AVAILABLE", "resource": "cpu", "direction": "DESC"},
             ["node-a", "node-d", "node-b", "node-c"],
         ),
-        ({"field": "FREE", "resource": "cpu"}, ["node-b", "node-d", "node-a", "node-c"]),
+        ({"field": "AVAILABLE", "resource": "cpu"}, ["node-b", "node-d", "node-a", "node-c"]),
         (
             {"field": "BOOKED", "resource": "cpu", "direction": "DESC"},
             ["node-b", "node-a", "node-c", "node-d"],
         ),
         (
             {"field": "UTILIZATION", "resource": "cpu", "direction": "DESC"},
-            ["node-b", "node-a", "node-d", "node-c"],
+            ["node-b", "node-d", "node-a", "node-c"],  # 68/64, 100/128 (allocated), 28/504
+        ),
+        (
+            {"field": "UTILIZATION", "resource": "cpu"},
+            ["node-a", "node-d", "node-b", "node-c"],
+        ),
+        (
+            {"field": "CAPACITY", "resource": "DISK_GB", "direction": "DESC"},
+            ["node-a", "node-b", "node-c", "node-d"],  # nobody knows: all by name
         ),
     ],
 )
@@ -248,31 +295,42 @@ async def test_cursor_pagination_walks_every_host_once(client: httpx.AsyncClient
         if not page["pageInfo"]["hasNextPage"]:
             break
         after = page["pageInfo"]["endCursor"]
-    assert seen == ["node-a", "node-b", "node-d", "node-c"]
+    assert seen == ["node-a", "node-b", "node-c", "node-d"]  # two unknown, last
 
 
 async def test_fleet_capacity_sums_only_known_figures(client: httpx.AsyncClient) -> None:
     data = await query(
         client,
         """{
-        all: fleetCapacity { key hypervisorCount resource(name: "cpu") {
-              hypervisors physical reserved capacity booked free unknownCapacityHosts overcommittedHosts } }
-        zones: fleetCapacity(groupBy: ZONE) { key hypervisorCount resource(name: "cpu") { free booked unknownCapacityHosts } }
+        all: fleetCapacity { key hypervisorCount trackedHosts untrackedHosts resource(name: "cpu") {
+              hypervisors trackedHosts untrackedHosts physical reserved capacity booked free
+              allocated available used unknownCapacityHosts overcommittedHosts utilization } }
+        zones: fleetCapacity(groupBy: ZONE) { key hypervisorCount resource(name: "cpu") {
+              free booked available unknownCapacityHosts } }
         aggregates: fleetCapacity(groupBy: AGGREGATE) { key hypervisorCount } }""",
     )
     assert data["all"] == [
         {
             "key": None,
             "hypervisorCount": 4,
+            "trackedHosts": 3,
+            "untrackedHosts": 1,
             "resource": {
                 "hypervisors": 4,
+                "trackedHosts": 3,
+                "untrackedHosts": 1,
                 "physical": str(256 + 64 + 128),
                 "reserved": "4",
                 "capacity": str(504 + 64 + 128),
-                "booked": str(28 + 68 + 2),
-                "free": str(476 - 4 + 128),
+                "booked": str(28 + 68 + 2),  # tracked hosts only: node-d's is unknown
+                "free": str(476 - 4),  # node-d's capacity never counts as free
+                "allocated": str(30 + 100),
+                "available": str(476 - 4 + 28),
+                "used": str(28 + 68 + 2 + 100),
                 "unknownCapacityHosts": 1,
                 "overcommittedHosts": 1,
+                # over the hosts knowing used and capacity: node-c has no capacity
+                "utilization": pytest.approx((28 + 68 + 100) / (504 + 64 + 128)),
             },
         }
     ]
@@ -280,12 +338,22 @@ async def test_fleet_capacity_sums_only_known_figures(client: httpx.AsyncClient)
         {
             "key": "qa-de-1a",
             "hypervisorCount": 2,
-            "resource": {"free": "476", "booked": "30", "unknownCapacityHosts": 1},
+            "resource": {
+                "free": "476",
+                "booked": "30",
+                "available": "476",
+                "unknownCapacityHosts": 1,
+            },
         },
         {
             "key": "qa-de-1b",
             "hypervisorCount": 2,
-            "resource": {"free": "124", "booked": "68", "unknownCapacityHosts": 0},
+            "resource": {
+                "free": "-4",
+                "booked": "68",
+                "available": "24",
+                "unknownCapacityHosts": 0,
+            },
         },
     ]
     assert data["aggregates"] == [
@@ -293,6 +361,65 @@ async def test_fleet_capacity_sums_only_known_figures(client: httpx.AsyncClient)
         {"key": "agg-2", "hypervisorCount": 1},
         {"key": None, "hypervisorCount": 2},
     ]
+
+
+async def test_fleet_capacity_of_untracked_hosts_only(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{ fleetCapacity(filter: {bookingsTracked: false}) { resource(name: "cpu") {
+              trackedHosts untrackedHosts reserved booked free capacity available } } }""",
+    )
+    assert data["fleetCapacity"][0]["resource"] == {
+        "trackedHosts": 0,
+        "untrackedHosts": 1,
+        "reserved": None,  # no host contributes: unknown, not 0
+        "booked": None,
+        "free": None,
+        "capacity": "128",
+        "available": "28",
+    }
+
+
+async def test_unknown_capacity_counts_hosts_with_neither_status_nor_bookings() -> None:
+    bare = {"apiVersion": "kvm.cloud.sap/v1", "kind": "Hypervisor", "metadata": {"name": "bare"}}
+    async with serve([*fleet.objects(), bare]) as (client, _):
+        data = await query(
+            client,
+            """{ fleetCapacity { hypervisorCount resource(name: "cpu") {
+                  hypervisors unknownCapacityHosts untrackedHosts } } }""",
+        )
+    assert data["fleetCapacity"] == [
+        {
+            "hypervisorCount": 5,
+            # bare has no resource at all, but its capacity is just as unknown as node-c's
+            "resource": {"hypervisors": 4, "unknownCapacityHosts": 2, "untrackedHosts": 2},
+        }
+    ]
+
+
+@pytest.mark.parametrize("direction", ["ASC", "DESC"])
+async def test_cursor_pagination_over_unknown_figures(
+    client: httpx.AsyncClient, direction: str
+) -> None:
+    order = {"field": "FREE", "resource": "cpu", "direction": direction}
+    expected = await names(client, order=order)
+    seen: list[str] = []
+    after = None
+    while True:
+        data = await query(
+            client,
+            """query($a: String, $o: HypervisorOrder) { hypervisors(first: 1, after: $a, orderBy: $o) {
+              pageInfo { hasNextPage endCursor } nodes { name } } }""",
+            a=after,
+            o=order,
+        )
+        page = data["hypervisors"]
+        seen += [n["name"] for n in page["nodes"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert seen == expected
+    assert seen[2:] == ["node-c", "node-d"]  # free unknown: last in both directions
 
 
 async def test_placement_view(client: httpx.AsyncClient) -> None:
@@ -334,6 +461,35 @@ async def test_placement_view(client: httpx.AsyncClient) -> None:
         {"name": "MEMORY_MB", "amount": "57344"},
         {"name": "VCPU", "amount": "28"},
     ]
+
+
+async def test_placement_view_of_an_untracked_host_is_unknown(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{ hypervisor(name: "node-d") { placement {
+        inventories { resourceClass total reserved capacity used free } usages { name } } } }""",
+    )
+    assert data["hypervisor"]["placement"] == {
+        "inventories": [
+            {
+                "resourceClass": "VCPU",
+                "total": "128",
+                "reserved": None,
+                "capacity": "128",
+                "used": None,
+                "free": None,
+            },
+            {
+                "resourceClass": "MEMORY_MB",
+                "total": "262144",
+                "reserved": None,
+                "capacity": "262144",
+                "used": None,
+                "free": None,
+            },
+        ],
+        "usages": None,  # unknown, never an empty (zero) usage
+    }
 
 
 async def test_memberships_keep_their_source(client: httpx.AsyncClient) -> None:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway import capacity
-from gateway.domain import Hypervisor, ResourceCapacity
+from gateway.domain import Basis, Hypervisor, ResourceCapacity, View
 from gateway.parse import parse_hypervisor
 from tests.objects import consumer, hypervisor, reservation, uuid_of
 
@@ -53,6 +53,87 @@ def test_the_domain_example() -> None:
     assert cpu.overcommitted is False
     assert cpu.utilization is not None
     assert abs(Fraction(cpu.utilization) - Fraction(28, 504)) < Fraction(1, 10**90)
+
+
+def test_the_domain_example_is_on_the_bookings_basis() -> None:
+    cpu = cpu_host(256, 2.0, 4, 16, 8, 4)
+    assert (cpu.available, cpu.basis, cpu.used) == (476, Basis.BOOKINGS, 28)
+
+
+def test_the_domain_example_without_bookings() -> None:
+    host = parsed(
+        status={"capacity": {"cpu": 256}, "allocation": {"cpu": 300}}, overcommit={"cpu": 2.0}
+    )
+    cpu = host.resources["cpu"]
+    assert not host.bookings_tracked
+    assert cpu.capacity == 512  # floor(256 * 2): reservations unknown
+    assert (cpu.reserved, cpu.booked, cpu.free) == (None, None, None)
+    assert cpu.allocated == 300
+    assert cpu.unallocated == 212
+    assert (cpu.available, cpu.basis, cpu.used) == (212, Basis.ALLOCATION, 300)
+    assert cpu.utilization == Decimal(300) / Decimal(512)
+    assert cpu.overcommitted is False
+    assert host.overcommitted is False
+
+
+def test_untracked_over_its_capacity_is_flagged() -> None:
+    host = parsed(status={"capacity": {"cpu": 64}, "allocation": {"cpu": "70.5"}})
+    cpu = host.resources["cpu"]
+    assert (cpu.available, cpu.overcommitted, host.overcommitted) == (Decimal("-6.5"), True, True)
+
+
+def test_untracked_without_allocation_knows_only_its_capacity() -> None:
+    host = parsed(status={"capacity": {"cpu": 8, "memory": "16Gi"}}, overcommit={"cpu": 1.5})
+    cpu = host.resources["cpu"]
+    assert cpu.capacity == 12
+    assert (cpu.free, cpu.unallocated, cpu.available, cpu.basis, cpu.used) == (None,) * 5
+    assert (cpu.utilization, cpu.overcommitted, host.overcommitted) == (None, None, None)
+
+
+def test_untracked_with_a_partial_allocation() -> None:
+    host = parsed(status={"capacity": {"cpu": 8, "memory": "16Gi"}, "allocation": {"cpu": 2}})
+    assert host.resources["cpu"].available == 6
+    assert host.resources["memory"].available is None
+    assert host.overcommitted is None  # memory cannot be judged: not "not overcommitted"
+
+
+def test_tracked_figures_ignore_the_allocation() -> None:
+    host = parsed(
+        [consumer(uuid_of(1), {"cpu": 2})],
+        status={"capacity": {"cpu": 8}, "allocation": {"cpu": 7}},
+    )
+    cpu = host.resources["cpu"]
+    assert (cpu.free, cpu.unallocated) == (6, 1)
+    assert (cpu.available, cpu.basis, cpu.used) == (6, Basis.BOOKINGS, 2)
+
+
+@pytest.mark.parametrize(
+    ("view", "tracked", "untracked"),
+    [(View.AVAILABLE, 6, 5), (View.BOOKINGS, 6, None), (View.ALLOCATION, 1, 5)],
+)
+def test_figure_per_view(view: View, tracked: int, untracked: int | None) -> None:
+    status = {"capacity": {"cpu": 8}, "allocation": {"cpu": 7}}
+    host = parsed([consumer(uuid_of(1), {"cpu": 2})], status=status)
+    assert host.resources["cpu"].figure(view) == tracked
+    status = {"capacity": {"cpu": 8}, "allocation": {"cpu": 3}}
+    assert parsed(status=status).resources["cpu"].figure(view) == untracked
+
+
+def test_overcommitted_per_view() -> None:
+    # free 8 - 10 = -2 (Placement over-booked), unallocated 8 - 3 = 5
+    status = {"capacity": {"cpu": 8}, "allocation": {"cpu": 3}}
+    host = parsed([consumer(uuid_of(1), {"cpu": 10})], status=status)
+    assert host.overcommitted_in(View.AVAILABLE) is True
+    assert host.overcommitted_in(View.BOOKINGS) is True
+    assert host.overcommitted_in(View.ALLOCATION) is False
+    untracked = parsed(status=status)
+    assert untracked.overcommitted_in(View.BOOKINGS) is None
+    assert untracked.overcommitted_in(View.ALLOCATION) is False
+
+
+def test_a_key_without_capacity_does_not_make_a_host_unknown() -> None:
+    host = parsed([consumer(uuid_of(1), {"DISK_GB": 40})], status={"capacity": {"cpu": 8}})
+    assert host.overcommitted is False  # DISK_GB cannot be judged; cpu can
 
 
 def test_ratio_applies_after_the_reservation() -> None:
@@ -147,7 +228,8 @@ def test_no_status_means_unknown_never_zero() -> None:
     assert cpu.utilization is None
     assert cpu.overcommitted is None
     assert (cpu.booked, cpu.reserved) == (4, 1)
-    assert host.overcommitted is False
+    assert (cpu.available, cpu.basis, cpu.used) == (None, None, 4)
+    assert host.overcommitted is None  # not known, so not "not overcommitted"
 
 
 def test_a_key_status_never_carries_is_unknown() -> None:
@@ -258,7 +340,24 @@ def test_placement_capacity_floors_in_placement_units() -> None:
 def test_placement_usages() -> None:
     usages = capacity.placement_usages(placement_host())
     assert usages == {"DISK_GB": 20, "MEMORY_MB": 4096, "VCPU": 5, "VGPU": 1}
-    assert capacity.placement_usages(parsed(status={"capacity": {"cpu": 8}})) == {"VCPU": 0}
+    assert capacity.placement_usages(parsed([], status={"capacity": {"cpu": 8}})) == {"VCPU": 0}
+
+
+def test_placement_view_of_an_untracked_host() -> None:
+    host = parsed(
+        status={"capacity": {"cpu": 64, "memory": 1001 * MiB}, "allocation": {"cpu": 10}},
+        overcommit={"cpu": 4},
+    )
+    vcpu, memory = capacity.placement_inventories(host)
+    assert (vcpu.total, vcpu.reserved, vcpu.used, vcpu.capacity, vcpu.free) == (
+        64,
+        None,
+        None,
+        256,
+        None,
+    )
+    assert (memory.total, memory.reserved, memory.used, memory.capacity) == (1001, None, None, 1001)
+    assert capacity.placement_usages(host) is None  # unknown, never {} or zeros
 
 
 def test_resource_class() -> None:
@@ -286,20 +385,20 @@ def test_fits_up_to_free() -> None:
 
 
 def test_fits_never_below_min_unit() -> None:
-    host = parsed(status={"capacity": {"cpu": 8, "memory": "16Gi", "DISK_GB": 100}})
+    host = parsed([], status={"capacity": {"cpu": 8, "memory": "16Gi", "DISK_GB": 100}})
     assert not fits(host, cpu="0.5")  # less than one VCPU
     assert fits(host, memory=2**20) and not fits(host, memory=2**20 - 1)  # one MiB
     assert fits(host, DISK_GB=1) and not fits(host, DISK_GB="0.5")
 
 
 def test_fits_never_beyond_max_unit() -> None:
-    host = parsed(status={"capacity": {"cpu": 8}}, overcommit={"cpu": 4})  # free 32
+    host = parsed([], status={"capacity": {"cpu": 8}}, overcommit={"cpu": 4})  # free 32
     assert fits(host, cpu=8)
     assert not fits(host, cpu=9)
 
 
 def test_fits_every_resource_of_the_request() -> None:
-    host = parsed(status={"capacity": {"cpu": 8, "memory": "16Gi"}})
+    host = parsed([], status={"capacity": {"cpu": 8, "memory": "16Gi"}})
     assert fits(host, cpu=8, memory=16 * GiB)
     assert not fits(host, cpu=8, memory=16 * GiB + 1)
     assert fits(host)  # an empty request fits anywhere
@@ -312,11 +411,38 @@ def test_unknown_never_fits() -> None:
     assert not fits(host, DISK_GB=1)  # a resource the host does not have at all
 
 
+def fits_in(host: Hypervisor, view: View, **request: Any) -> bool:
+    amounts = {name: Decimal(str(amount)) for name, amount in request.items()}
+    return capacity.fits(host, amounts, view)
+
+
+def test_fits_per_view() -> None:
+    # tracked: free 16 - 10 = 6, unallocated 16 - 12 = 4
+    status = {"capacity": {"cpu": 16}, "allocation": {"cpu": 12}}
+    tracked = parsed([consumer(uuid_of(1), {"cpu": 10})], status=status)
+    assert fits(tracked, cpu=6) and fits_in(tracked, View.AVAILABLE, cpu=6)
+    assert fits_in(tracked, View.BOOKINGS, cpu=6) and not fits_in(tracked, View.BOOKINGS, cpu=7)
+    assert fits_in(tracked, View.ALLOCATION, cpu=4)
+    assert not fits_in(tracked, View.ALLOCATION, cpu=5)
+    # untracked: unallocated 4, free unknown
+    untracked = parsed(status=status)
+    assert fits(untracked, cpu=4) and not fits(untracked, cpu=5)
+    assert fits_in(untracked, View.ALLOCATION, cpu=4)
+    assert not fits_in(untracked, View.BOOKINGS, cpu=1)  # never, in Placement's view
+
+
+def test_untracked_fits_within_min_and_max_unit() -> None:
+    host = parsed(status={"capacity": {"cpu": 8}, "allocation": {"cpu": 0}}, overcommit={"cpu": 4})
+    assert fits(host, cpu=8) and not fits(host, cpu=9)  # max_unit 8 though 32 unallocated
+    assert not fits(host, cpu="0.5")
+
+
+def test_untracked_without_allocation_never_fits() -> None:
+    host = parsed(status={"capacity": {"cpu": 8}})
+    for view in View:
+        assert not fits_in(host, view, cpu=1)
+
+
 def test_over_subscribed_host_fits_nothing() -> None:
     host = parsed([consumer(uuid_of(1), {"cpu": 10})], status={"capacity": {"cpu": 8}})
     assert not fits(host, cpu=1)
-
-
-def test_sum_known() -> None:
-    assert capacity.sum_known([Decimal(1), None, Decimal("2.5"), None]) == (Decimal("3.5"), 2)
-    assert capacity.sum_known([]) == (0, 0)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.cli import main
+from gateway.cli import build_catalog, main
+from gateway.settings import Settings
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -63,6 +64,29 @@ def test_bad_settings_are_refused(
 ) -> None:
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_malformed_flavor_catalog_stops_the_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog = tmp_path / "flavors.yaml"
+    catalog.write_text("flavors:\n  - {name: a, vcpus: 0, ram: 1024}\n")
+    assert main(["serve", "--demo", "--flavors", str(catalog)]) == 2
+    err = capsys.readouterr().err
+    assert f"--flavors {catalog}: flavor 1: a: vcpus: expected a whole number >= 1" in err
+    assert main(["serve", "--demo", "--flavors", str(tmp_path / "none.yaml")]) == 2
+    assert "cannot read it" in capsys.readouterr().err
+
+
+def test_the_flavor_catalog_by_source(tmp_path: Path) -> None:
+    catalog = tmp_path / "flavors.json"
+    catalog.write_text('[{"name": "mine", "vcpus": 1, "ram": 512}]')
+    assert [f.name for f in build_catalog(Settings(flavors=str(catalog))).flavors] == ["mine"]
+    assert [f.name for f in build_catalog(Settings(demo=True, flavors=str(catalog))).flavors] == [
+        "mine"
+    ]
+    assert len(build_catalog(Settings(demo=True)).flavors) == 23  # the demo's own
+    assert build_catalog(Settings()).flavors == ()  # a cluster: none unless given
 
 
 def test_version_and_help() -> None:

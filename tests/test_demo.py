@@ -328,7 +328,7 @@ def test_the_awkward_cases_are_all_there(snapshot: Snapshot) -> None:
     assert reserved_only.resources["cpu"].reserved > 0
     assert reserved_only.resources["cpu"].capacity is None
     assert 15 <= sum(not h.bookings_tracked for h in hosts) <= 40
-    assert 2 <= sum(h.overcommitted for h in hosts) <= 10
+    assert 2 <= sum(h.overcommitted is True for h in hosts) <= 10
     assert 3 <= sum(h.maintenance is not None for h in hosts) <= 10
     assert 5 <= sum(not h.ready for h in hosts) <= 30
     assert any(not h.hypervisor_id for h in hosts if h.has_status)  # still onboarding

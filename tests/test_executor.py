@@ -16,6 +16,7 @@ from strawberry.schema.config import StrawberryConfig
 from gateway.context import Context
 from gateway.demo import generate
 from gateway.executor import Attribute, Executor, Lookup, shortcut_resolvers
+from gateway.flavors import load_catalog
 from gateway.schema import schema, sdl
 from gateway.source import SyncStatus
 from gateway.store import Store
@@ -51,7 +52,12 @@ def both(
 store = Store()
 store.replace([*fleet.objects(), *generate(20, seed=1, bookings_per_host=5)])
 store.mark_ready()
-CONTEXT = Context(store, SyncStatus(source="test", synced=True), None)  # type: ignore[arg-type]
+CONTEXT = Context(
+    store,
+    SyncStatus(source="test", synced=True),
+    None,  # type: ignore[arg-type]
+    catalog=load_catalog(None),
+)
 
 
 def test_the_hot_fields_take_the_short_path() -> None:
@@ -65,6 +71,22 @@ def test_the_hot_fields_take_the_short_path() -> None:
         CONTEXT,
     )
     assert plain.data is not None and len(plain.data["hypervisors"]["nodes"]) > 20
+
+
+def test_capacity_views_and_slots_answer_alike() -> None:
+    fields = schema._schema.type_map["ResourceCapacity"].fields  # type: ignore[union-attr]
+    assert type(fields["available"].resolve) is Attribute
+    plain, _ = both(
+        schema._schema,
+        '{ hypervisors(filter: {view: ALLOCATION}) { nodes { name cpu: resource(name: "cpu") {'
+        " free available basis used unallocated utilization overcommitted } } }"
+        " fleetCapacity(groupBy: ZONE) { key trackedHosts resources { name available used"
+        " trackedHosts untrackedHosts utilization } }"
+        " flavors { name slots(groupBy: ZONE) { key slots allocationSlots hostsWithRoom"
+        " hostsUnknown hosts hypervisors { hypervisor { name } slots basis } } } }",
+        CONTEXT,
+    )
+    assert plain.data is not None and len(plain.data["flavors"]) == 23
 
 
 def test_lookup_arguments_from_variables_and_aliases() -> None:
@@ -83,7 +105,7 @@ def test_lookup_arguments_from_variables_and_aliases() -> None:
     query=from_schema(
         sdl(),
         custom_scalars={"Quantity": st.sampled_from(["1", "2Gi", "500m", "x"]).map(nodes.String)},
-        fields=["hypervisors", "hypervisor", "consumers", "fleetCapacity"],
+        fields=["hypervisors", "hypervisor", "consumers", "fleetCapacity", "slots", "flavors"],
     )
 )
 def test_generated_queries_answer_alike(query: str) -> None:

@@ -268,11 +268,12 @@ def test_maintenance(raw: str | None, mode: str | None) -> None:
 # Bookings: absent, empty, malformed.
 
 
-def test_absent_bookings_are_not_tracked_and_treated_as_empty() -> None:
+def test_absent_bookings_are_not_tracked_never_empty() -> None:
     h = parse(hypervisor(spec={}, status={"capacity": {"cpu": 8}}))
     assert not h.bookings_tracked
     assert h.bookings == ()
-    assert h.resources["cpu"].free == 8
+    cpu = h.resources["cpu"]
+    assert (cpu.reserved, cpu.booked, cpu.free) == (None, None, None)  # unknown, not 0
     assert h.drift is None  # nothing to compare against
     assert not with_spec(bookings=None).bookings_tracked
 
@@ -511,7 +512,8 @@ def test_spec_that_is_a_list() -> None:
     h = parse({"metadata": {"name": "n"}, "spec": [1, 2], "status": {"capacity": {"cpu": 4}}})
     assert h.warnings == ("spec: expected an object, got list; ignored",)
     assert not h.bookings_tracked
-    assert h.resources["cpu"].free == 4
+    assert h.resources["cpu"].free is None
+    assert h.resources["cpu"].capacity == 4
 
 
 def test_status_that_is_a_string() -> None:
@@ -607,7 +609,8 @@ def test_any_field_replaced_by_any_json_never_crashes(replacements: list[Any]) -
     h = parse_hypervisor(obj)
     assert h.name == "node-7"
     for resource in h.resources.values():
-        assert resource.booked.is_finite()
+        assert (resource.booked is None) is not h.bookings_tracked
+        assert resource.booked is None or resource.booked.is_finite()
 
 
 # The operator's CRD: every field the parser reads exists in its schema.

@@ -171,6 +171,37 @@ async def test_fleet_capacity_is_coalesced_and_latest(server: tuple[str, Store])
         assert messages[-1]["fleetCapacityChanged"][0]["resource"] == {"free": "434"}
 
 
+async def test_fleet_capacity_follows_a_host_into_tracking(server: tuple[str, Store]) -> None:
+    address, store = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "f",
+            """subscription { fleetCapacityChanged(groupBy: ZONE) { key resource(name: "cpu") {
+            trackedHosts untrackedHosts booked free available } } }""",
+        )
+        zone_b = (await client.next())["fleetCapacityChanged"][1]
+        # node-b: free -4; node-d (untracked): 28 unallocated
+        assert zone_b["resource"] == {
+            "trackedHosts": 1,
+            "untrackedHosts": 1,
+            "booked": "68",
+            "free": "-4",
+            "available": "24",
+        }
+        node_d = next(o for o in fleet.objects() if o["metadata"]["name"] == "node-d")
+        node_d["metadata"]["resourceVersion"] = "2"
+        node_d["spec"]["bookings"] = []  # now tracked: nothing booked, capacity 128 free
+        store.upsert(node_d)
+        zone_b = (await client.next())["fleetCapacityChanged"][1]
+        assert zone_b["resource"] == {
+            "trackedHosts": 2,
+            "untrackedHosts": 0,
+            "booked": "68",
+            "free": "124",
+            "available": "124",
+        }
+
+
 async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, Store]) -> None:
     address, store = server
     async for client in connect(address, TRANSPORT_WS):

@@ -1,0 +1,184 @@
+"""Query.slots and Query.flavors over HTTP, on the hand-made fleet, with exact figures.
+
+For 4 cores and 16 GiB: node-a (tracked) has 476 cores and 960 GiB free: 60 slots;
+node-b is over-subscribed: 0; node-c has no status: unknown; node-d (not tracked)
+has 28 cores and 192 GiB unallocated: 7, on libvirt's figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from gateway.flavors import parse_catalog
+from tests import fleet
+from tests.support import query, serve
+
+CATALOG = parse_catalog(
+    [
+        {"name": "g_c4_m16", "vcpus": 4, "ram": 16384},
+        {"name": "g_c32_m128", "vcpus": 32, "ram": 131072, "properties": {"hw:x": "y"}},
+        {"name": "gpu", "vcpus": 1, "ram": 1024, "properties": {"resources:VGPU": "1"}},
+    ],
+    "test",
+)
+SLOTS = "key flavor view slots allocationSlots hostsWithRoom hostsUnknown hosts"
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with serve(fleet.objects(), catalog=CATALOG) as (client, _):
+        yield client
+
+
+async def slots(client: httpx.AsyncClient, arguments: str, fields: str = SLOTS) -> Any:
+    return (await query(client, f"{{ slots({arguments}) {{ {fields} }} }}"))["slots"]
+
+
+REQUEST = 'request: [{resource: "cpu", amount: "4"}, {resource: "memory", amount: "16Gi"}]'
+ASKED = [{"name": "cpu", "amount": "4"}, {"name": "memory", "amount": str(16 * 2**30)}]
+
+
+async def test_slots_of_a_request(client: httpx.AsyncClient) -> None:
+    assert await slots(client, REQUEST) == [
+        {
+            "key": None,
+            "flavor": None,
+            "view": "AVAILABLE",
+            "slots": 67,
+            "allocationSlots": 7,
+            "hostsWithRoom": 2,
+            "hostsUnknown": 1,
+            "hosts": 4,
+        }
+    ]
+
+
+async def test_slots_per_zone_and_host(client: httpx.AsyncClient) -> None:
+    fields = "key slots hostsWithRoom hostsUnknown request { name amount } hypervisors { hypervisor { name } slots basis }"
+    assert await slots(client, f"{REQUEST}, groupBy: ZONE", fields) == [
+        {
+            "key": "qa-de-1a",
+            "slots": 60,
+            "hostsWithRoom": 1,
+            "hostsUnknown": 1,
+            "request": ASKED,
+            "hypervisors": [
+                {"hypervisor": {"name": "node-a"}, "slots": 60, "basis": "BOOKINGS"},
+                {"hypervisor": {"name": "node-c"}, "slots": None, "basis": None},
+            ],
+        },
+        {
+            "key": "qa-de-1b",
+            "slots": 7,
+            "hostsWithRoom": 1,
+            "hostsUnknown": 0,
+            "request": ASKED,
+            "hypervisors": [
+                {"hypervisor": {"name": "node-b"}, "slots": 0, "basis": "BOOKINGS"},
+                {"hypervisor": {"name": "node-d"}, "slots": 7, "basis": "ALLOCATION"},
+            ],
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("view", "expected"),
+    [
+        ("BOOKINGS", (60, None, 2)),  # node-d is not tracked: unknown to Placement
+        # node-a: 474 cores, 952 GiB unallocated -> 59; node-b reports no allocation
+        ("ALLOCATION", (66, 66, 2)),
+    ],
+)
+async def test_slots_per_view(
+    client: httpx.AsyncClient, view: str, expected: tuple[int, int | None, int]
+) -> None:
+    (group,) = await slots(client, f"{REQUEST}, view: {view}")
+    assert (group["slots"], group["allocationSlots"], group["hostsUnknown"]) == expected
+    assert group["view"] == view
+
+
+async def test_slots_of_a_flavor_with_a_filter(client: httpx.AsyncClient) -> None:
+    (group,) = await slots(client, 'flavor: "g_c4_m16", filter: {zone: "qa-de-1b"}')
+    assert (group["flavor"], group["slots"], group["hosts"]) == ("g_c4_m16", 7, 2)
+
+
+async def test_every_flavor_per_zone_in_one_query(client: httpx.AsyncClient) -> None:
+    data = await query(
+        client,
+        """{ flavors { name vcpus ramMib diskGb resources { name amount } extraSpecs { key value }
+             slots(groupBy: ZONE) { key slots hostsWithRoom hostsUnknown } } }""",
+    )
+    by_name = {f["name"]: f for f in data["flavors"]}
+    assert list(by_name) == ["g_c4_m16", "g_c32_m128", "gpu"]
+    assert by_name["g_c4_m16"]["slots"] == [
+        {"key": "qa-de-1a", "slots": 60, "hostsWithRoom": 1, "hostsUnknown": 1},
+        {"key": "qa-de-1b", "slots": 7, "hostsWithRoom": 1, "hostsUnknown": 0},
+    ]
+    # 32 cores: node-a min(476 // 32, 960 // 128) = 7; node-d has 28 cores left: 0
+    assert by_name["g_c32_m128"]["slots"] == [
+        {"key": "qa-de-1a", "slots": 7, "hostsWithRoom": 1, "hostsUnknown": 1},
+        {"key": "qa-de-1b", "slots": 0, "hostsWithRoom": 0, "hostsUnknown": 0},
+    ]
+    assert by_name["g_c32_m128"]["extraSpecs"] == [{"key": "hw:x", "value": "y"}]
+    # Nobody reports a VGPU capacity: every host is unknown, no group has 0 slots.
+    assert by_name["gpu"]["slots"] == [
+        {"key": "qa-de-1a", "slots": None, "hostsWithRoom": 0, "hostsUnknown": 2},
+        {"key": "qa-de-1b", "slots": None, "hostsWithRoom": 0, "hostsUnknown": 2},
+    ]
+    assert by_name["gpu"]["resources"] == [
+        {"name": "VGPU", "amount": "1"},
+        {"name": "cpu", "amount": "1"},
+        {"name": "memory", "amount": str(2**30)},
+    ]
+    assert (by_name["gpu"]["vcpus"], by_name["gpu"]["ramMib"], by_name["gpu"]["diskGb"]) == (
+        1,
+        1024,
+        None,
+    )
+
+
+async def errors(client: httpx.AsyncClient, document: str) -> list[dict[str, Any]]:
+    response = await client.post("/graphql", json={"query": document})
+    body = response.json()
+    assert body.get("data") is None, body
+    result: list[dict[str, Any]] = body["errors"]
+    return result
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message", "code"),
+    [
+        ('flavor: "nope"', "unknown flavor 'nope': Query.flavors lists the 3", "UNKNOWN_FLAVOR"),
+        ("filter: {}", "slots needs exactly one of request and flavor", "BAD_SLOTS_REQUEST"),
+        (f'{REQUEST}, flavor: "gpu"', "exactly one of request and flavor", "BAD_SLOTS_REQUEST"),
+        ("request: []", "slots: a request needs at least one resource", "BAD_SLOTS_REQUEST"),
+        (
+            'request: [{resource: "cpu", amount: "0"}]',
+            "the amount of cpu must be positive",
+            "BAD_SLOTS_REQUEST",
+        ),
+        (
+            'request: [{resource: "cpu", amount: "1"}, {resource: "cpu", amount: "2"}]',
+            "slots request names cpu twice",
+            "BAD_SLOTS_REQUEST",
+        ),
+    ],
+)
+async def test_bad_slot_questions(
+    client: httpx.AsyncClient, arguments: str, message: str, code: str
+) -> None:
+    (error,) = await errors(client, f"{{ slots({arguments}) {{ slots }} }}")
+    assert message in error["message"]
+    assert error["extensions"]["code"] == code
+
+
+async def test_without_a_catalog() -> None:
+    async with serve(fleet.objects()) as (client, _):
+        assert (await query(client, "{ flavors { name } }"))["flavors"] == []
+        (error,) = await errors(client, '{ slots(flavor: "g_c4_m16") { slots } }')
+    assert "no flavor catalog is loaded (serve --flavors FILE)" in error["message"]
+    assert error["extensions"]["code"] == "UNKNOWN_FLAVOR"

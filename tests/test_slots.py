@@ -1,0 +1,132 @@
+"""Instance slots per host and per group, in each view (domain brief, section 4)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from gateway import slots
+from gateway.domain import Basis, Hypervisor, View
+from gateway.fleet import Grouping
+from gateway.parse import parse_hypervisor
+from tests.objects import consumer, hypervisor, uuid_of
+
+GiB = 2**30
+#: 4 cores and 16 GiB, a g_c4_m16.
+REQUEST = {"cpu": Decimal(4), "memory": Decimal(16 * GiB)}
+
+
+def host(
+    name: str,
+    bookings: list[dict[str, Any]] | None,
+    status: dict[str, Any] | None,
+    zone: str = "a",
+    overcommit: dict[str, Any] | None = None,
+) -> Hypervisor:
+    spec: dict[str, Any] = {} if bookings is None else {"bookings": bookings}
+    if overcommit:
+        spec["overcommit"] = overcommit
+    labels = {"topology.kubernetes.io/zone": zone}
+    return parse_hypervisor(hypervisor(name, labels=labels, spec=spec, status=status))
+
+
+#: free: 14 cores, 56 GiB; unallocated: 10 cores, 48 GiB
+TRACKED = host(
+    "tracked",
+    [consumer(uuid_of(1), {"cpu": 2, "memory": "8Gi"})],
+    {"capacity": {"cpu": 16, "memory": "64Gi"}, "allocation": {"cpu": 6, "memory": "16Gi"}},
+)
+#: unallocated: 7 cores, 112 GiB
+UNTRACKED = host(
+    "untracked",
+    None,
+    {"capacity": {"cpu": 32, "memory": "128Gi"}, "allocation": {"cpu": 25, "memory": "16Gi"}},
+    zone="b",
+)
+#: not tracked, no allocation: nothing known beyond capacity
+BLIND = host("blind", None, {"capacity": {"cpu": 32, "memory": "128Gi"}}, zone="b")
+
+
+def count(h: Hypervisor, view: View = View.AVAILABLE, **request: Any) -> int | None:
+    amounts = {k: Decimal(v) for k, v in request.items()} if request else REQUEST
+    return slots.host_slots(h, amounts, view).slots
+
+
+def test_slots_are_the_smallest_quotient() -> None:
+    assert count(TRACKED) == 3  # min(14 // 4, 56 // 16)
+    assert count(TRACKED, cpu=1, memory=8 * GiB) == 7  # min(14, 7)
+    assert count(TRACKED, cpu=4) == 3
+    assert count(UNTRACKED) == 1  # min(7 // 4, 112 // 16): on libvirt's figures
+    assert count(UNTRACKED, cpu=1, memory=16 * GiB) == 7
+
+
+def test_slots_per_view() -> None:
+    assert count(TRACKED, View.BOOKINGS) == 3
+    assert count(TRACKED, View.ALLOCATION) == 2  # min(10 // 4, 48 // 16)
+    assert count(UNTRACKED, View.ALLOCATION) == 1
+    assert count(UNTRACKED, View.BOOKINGS) is None  # Placement knows nothing of it
+    assert count(BLIND) is None
+    assert count(BLIND, View.ALLOCATION) is None
+
+
+def test_the_basis_is_the_hosts_own_in_available() -> None:
+    assert slots.host_slots(TRACKED, REQUEST, View.AVAILABLE).basis is Basis.BOOKINGS
+    assert slots.host_slots(UNTRACKED, REQUEST, View.AVAILABLE).basis is Basis.ALLOCATION
+    assert slots.host_slots(TRACKED, REQUEST, View.ALLOCATION).basis is Basis.ALLOCATION
+    assert slots.host_slots(BLIND, REQUEST, View.AVAILABLE).basis is None
+
+
+def test_negative_figures_give_no_slots() -> None:
+    over = host("over", [consumer(uuid_of(1), {"cpu": 20})], {"capacity": {"cpu": 16}})
+    assert count(over, cpu=1) == 0  # free -4, not -4 slots
+
+
+def test_fractional_figures_floor() -> None:
+    h = host("h", [consumer(uuid_of(1), {"cpu": "0.5"})], {"capacity": {"cpu": 8}})
+    assert count(h, cpu=2) == 3  # 7.5 // 2
+
+
+def test_a_request_beyond_max_unit_never_fits() -> None:
+    h = host("h", [], {"capacity": {"cpu": 16}}, overcommit={"cpu": 4})  # free 64
+    assert count(h, cpu=16) == 4
+    assert count(h, cpu=17) == 0  # larger than the physical total
+    assert count(h, cpu="0.5") == 0  # below min_unit
+
+
+def test_a_resource_the_host_does_not_have_is_unknown() -> None:
+    assert count(TRACKED, cpu=1, VGPU=1) is None
+
+
+def test_groups_sum_and_count() -> None:
+    groups = slots.slot_groups([TRACKED, UNTRACKED, BLIND], REQUEST, Grouping.NONE)
+    (group,) = groups
+    assert (group.slots, group.allocation_slots) == (4, 1)
+    assert (group.hosts_with_room, group.hosts_unknown, len(group.hosts)) == (2, 1, 3)
+    zones = slots.slot_groups([TRACKED, UNTRACKED, BLIND], REQUEST, Grouping.ZONE, View.BOOKINGS)
+    assert [(g.key, g.slots, g.hosts_with_room, g.hosts_unknown) for g in zones] == [
+        ("a", 3, 1, 0),
+        ("b", None, 0, 2),  # no host could be judged: unknown, not 0
+    ]
+    assert zones[0].allocation_slots is None
+    assert [h.hypervisor.name for h in zones[1].hosts] == ["untracked", "blind"]
+
+
+def test_a_full_group_has_zero_slots_not_unknown() -> None:
+    full = host("full", [consumer(uuid_of(1), {"cpu": 16})], {"capacity": {"cpu": 16}})
+    (group,) = slots.slot_groups([full], {"cpu": Decimal(1)}, Grouping.NONE)
+    assert (group.slots, group.hosts_with_room, group.hosts_unknown) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        ({}, "at least one resource"),
+        ({"cpu": Decimal(0)}, "cpu must be positive"),
+        ({"cpu": Decimal(-1)}, "cpu must be positive"),
+    ],
+)
+def test_bad_requests(request_: dict[str, Decimal], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        slots.slot_groups([TRACKED], request_, Grouping.NONE)
