@@ -63,8 +63,8 @@ class Context:
     def snapshot(self) -> Snapshot:
         return self._snapshot or self.store.snapshot
 
-    def for_operation(self, budget: Budget) -> Context:
-        """A context pinned to the current snapshot for one query, with its budget.
+    def for_operation(self) -> Context:
+        """A context pinned to the current snapshot, for one query.
 
         A WebSocket connection's context is shared by its operations and follows the
         store; one query's answer must come from one snapshot and spend its own budget.
@@ -77,7 +77,6 @@ class Context:
             max_page_size=self.max_page_size,
         )
         context.connection_params = self.connection_params
-        context.budget = budget
         return context
 
     def cut_off(self) -> None:

@@ -11,11 +11,12 @@ deadline (gateway.budget), and is told to stop as soon as nobody waits for it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio.to_thread
-from graphql import DocumentNode, ExecutionResult, GraphQLSchema, execute
+from graphql import DocumentNode, ExecutionResult, GraphQLError, GraphQLSchema, execute
 
 from gateway.budget import Budget, Overrun
 from gateway.context import Context
@@ -23,7 +24,9 @@ from gateway.executor import Executor
 from gateway.limits import LimitError, Limits
 from gateway.request import HttpError, RequestError
 
-__all__ = ["Execution", "execute_document"]
+__all__ = ["Execution", "execute_document", "mask"]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -102,3 +105,14 @@ def execute_document(
     )
     assert isinstance(result, ExecutionResult), "resolvers are synchronous"
     return result
+
+
+def mask(error: GraphQLError, request_id: str) -> GraphQLError:
+    """Errors we raised on purpose read as they are; anything else is our bug, logged."""
+    original = error.original_error
+    if original is None or isinstance(original, GraphQLError):
+        return error
+    log.error("request %s: unexpected error at %s", request_id, error.path, exc_info=original)
+    return GraphQLError(
+        f"internal error (request id {request_id})", path=error.path, nodes=error.nodes
+    )

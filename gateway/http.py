@@ -19,15 +19,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from graphql import (
-    ASTValidationRule,
     ExecutionResult,
     GraphQLError,
-    GraphQLFormattedError,
-    GraphQLSchema,
     OperationType,
 )
 from starlette.requests import Request
@@ -36,8 +33,8 @@ from starlette.types import Receive, Scope, Send
 from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.cache import ResponseCache
 from gateway.context import Context
-from gateway.execution import Execution, execute_document
-from gateway.limits import LimitError, Limits
+from gateway.execution import Execution, execute_document, mask
+from gateway.limits import LimitError
 from gateway.operations import Operations, Prepared
 from gateway.pages import graphiql_html
 from gateway.request import (
@@ -69,32 +66,22 @@ class GraphQLEndpoint:
 
     def __init__(
         self,
-        schema: GraphQLSchema,
+        operations: Operations,
+        execution: Execution,
         context: Callable[[Request], Context],
         *,
-        limits: Limits,
-        validation_rules: Sequence[type[ASTValidationRule]] = (),
-        document_cache_size: int = 1024,
         graphiql: bool = True,
         cache: ResponseCache | None = None,
         authorizer: Authorizer | None = None,
-        uncacheable: frozenset[str] = frozenset(),
-        lookups: frozenset[str] = frozenset(),
     ) -> None:
-        self.schema = schema
-        self.operations = Operations(
-            schema,
-            limits,
-            validation_rules=validation_rules,
-            uncacheable=uncacheable,
-            lookups=lookups,
-            cache_size=document_cache_size,
-        )
-        self.execution = Execution(schema, limits)
+        """``operations`` and ``execution`` are shared with the WebSocket transport."""
+        self.schema = operations.schema
+        self.operations = operations
+        self.execution = execution
         self.authorizer = authorizer or AllowAll()
         self.cache = cache
         self.context = context
-        self.limits = limits
+        self.limits = operations.limits
         self.graphiql = graphiql
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -197,20 +184,8 @@ class GraphQLEndpoint:
     def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
         payload: dict[str, Any] = {"data": result.data}
         if result.errors:
-            payload["errors"] = [_mask(e, request_id) for e in result.errors]
+            payload["errors"] = [mask(e, request_id).formatted for e in result.errors]
         return payload
-
-
-def _mask(error: GraphQLError, request_id: str) -> GraphQLFormattedError:
-    """Errors we raised on purpose read as they are; anything else is our bug."""
-    original = error.original_error
-    if original is None or isinstance(original, GraphQLError):
-        return error.formatted
-    log.error("request %s: unexpected error at %s", request_id, error.path, exc_info=original)
-    masked = GraphQLError(
-        f"internal error (request id {request_id})", path=error.path, nodes=error.nodes
-    )
-    return masked.formatted
 
 
 def _encode(payload: Any) -> bytes:
