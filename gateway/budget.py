@@ -17,7 +17,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-__all__ = ["Budget", "Overrun"]
+__all__ = ["TIMEOUT", "TOO_LARGE", "Budget", "Overrun"]
+
+#: The ``extensions.code`` of the errors an overrun is answered with.
+TIMEOUT = "QUERY_TIMEOUT"
+TOO_LARGE = "RESPONSE_TOO_LARGE"
 
 #: Fields completed between two looks at the clock (a look costs about 50 ns).
 CLOCK_EVERY = 256
@@ -26,9 +30,11 @@ CLOCK_EVERY = 256
 class Overrun(BaseException):
     """The operation went over its budget; ``message`` says which part and the limit."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.message = message
+        #: The error's ``extensions.code``.
+        self.code = code
 
 
 class Budget:
@@ -55,7 +61,7 @@ class Budget:
         """Count ``size`` bytes of answer; raise :class:`Overrun` once over budget."""
         self.spent += size
         if self.spent > self.max_bytes:
-            raise Overrun(self.size_message())
+            raise Overrun(self.size_message(), TOO_LARGE)
         self._ticks -= 1
         if self._ticks <= 0:
             self._ticks = CLOCK_EVERY
@@ -64,7 +70,7 @@ class Budget:
     def check(self) -> None:
         """Raise :class:`Overrun` if the deadline has passed or the operation was stopped."""
         if self.stopped or self._clock() > self.at:
-            raise Overrun(self.time_message())
+            raise Overrun(self.time_message(), TIMEOUT)
 
     def stop(self) -> None:
         """Ask the work to end at its next charge (its requester gave up on it)."""

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from graphql import DocumentNode, ExecutionResult, GraphQLError, GraphQLSchema, execute
 
-from gateway.budget import Budget, Overrun
+from gateway.budget import TIMEOUT, Budget, Overrun
 from gateway.context import Context
 from gateway.executor import Executor
 from gateway.limits import LimitError, Limits
@@ -72,7 +72,8 @@ class Execution:
                 result = execute_document(self.schema, document, context, variables, operation_name)
                 return finish(result)
             except Overrun as overrun:
-                raise RequestError([LimitError(overrun.message)], status=400) from None
+                error = LimitError(overrun.message, extensions={"code": overrun.code})
+                raise RequestError([error], status=400) from None
 
         self.running += 1
         try:
@@ -81,7 +82,8 @@ class Execution:
                 self.limits.max_seconds + GRACE_SECONDS,
             )
         except TimeoutError:
-            raise RequestError([LimitError(budget.time_message())], status=400) from None
+            error = LimitError(budget.time_message(), extensions={"code": TIMEOUT})
+            raise RequestError([error], status=400) from None
         finally:
             budget.stop()
             self.running -= 1

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
+from gateway.budget import TOO_LARGE
 from gateway.cache import ResponseCache
 from gateway.context import Context
 from gateway.execution import Execution, execute_document, mask
@@ -178,7 +179,7 @@ class GraphQLEndpoint:
         body = _encode(self._format(result, request_id))
         if len(body) > self.limits.max_response_bytes:
             message = f"response larger than the limit of {self.limits.max_response_bytes} bytes"
-            raise RequestError([LimitError(message)], status=400)
+            raise RequestError([LimitError(message, extensions={"code": TOO_LARGE})], 400)
         return body, bool(result.errors)
 
     def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
