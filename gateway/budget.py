@@ -2,10 +2,11 @@
 
 A thread cannot be stopped from outside, so the work stops itself: the executor
 charges every field it completes to the operation's :class:`Budget`, which
-counts the bytes the answer will take and, every few hundred fields, looks at
-the clock. Past the deadline, past the size limit or once the waiting request
-gave up (:meth:`Budget.stop`), the charge raises :class:`Overrun`, and the
-thread is free again within a fraction of a second.
+counts the bytes the answer will take and, every few hundred fields, compares
+them with the limit and looks at the clock. Past the deadline, past the size
+limit or once the waiting request gave up (:meth:`Budget.stop`), the charge
+raises :class:`Overrun`, and the thread is free again within a fraction of a
+second.
 
 :class:`Overrun` is a ``BaseException`` on purpose: graphql-core turns every
 ``Exception`` a field raises into a field error and carries on with the next
@@ -40,7 +41,7 @@ class Overrun(BaseException):
 class Budget:
     """The time and response bytes left to one operation, charged field by field."""
 
-    __slots__ = ("_clock", "_ticks", "at", "max_bytes", "seconds", "spent", "stopped")
+    __slots__ = ("_clock", "at", "max_bytes", "seconds", "spent", "stopped", "ticks")
 
     def __init__(
         self,
@@ -55,20 +56,25 @@ class Budget:
         #: Bytes of the answer so far (keys, punctuation and leaf values, UTF-8 aside).
         self.spent = 0
         self.stopped = False
-        self._ticks = CLOCK_EVERY
+        #: Charges left before the next :meth:`check`.
+        self.ticks = CLOCK_EVERY
 
     def charge(self, size: int) -> None:
-        """Count ``size`` bytes of answer; raise :class:`Overrun` once over budget."""
+        """Count ``size`` bytes of answer; raise :class:`Overrun` once over budget.
+
+        The executor does the same inline, on its hot path: add to ``spent``, count
+        down ``ticks``, and :meth:`check` when they run out.
+        """
         self.spent += size
-        if self.spent > self.max_bytes:
-            raise Overrun(self.size_message(), TOO_LARGE)
-        self._ticks -= 1
-        if self._ticks <= 0:
-            self._ticks = CLOCK_EVERY
+        self.ticks -= 1
+        if self.ticks <= 0:
             self.check()
 
     def check(self) -> None:
-        """Raise :class:`Overrun` if the deadline has passed or the operation was stopped."""
+        """Raise :class:`Overrun` if over the size, past the deadline, or stopped."""
+        self.ticks = CLOCK_EVERY
+        if self.spent > self.max_bytes:
+            raise Overrun(self.size_message(), TOO_LARGE)
         if self.stopped or self._clock() > self.at:
             raise Overrun(self.time_message(), TIMEOUT)
 
