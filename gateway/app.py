@@ -20,12 +20,14 @@ from gateway.access import RequestObserver
 from gateway.auth import Authorizer
 from gateway.cache import ResponseCache
 from gateway.context import Context
+from gateway.execution import Execution
 from gateway.feed import Feed
 from gateway.flavors import NO_CATALOG, Catalog
 from gateway.hosts import HostCheck
 from gateway.http import GraphQLEndpoint
 from gateway.limits import Limits
 from gateway.metrics import Metrics, StateCollector
+from gateway.operations import Operations
 from gateway.pages import routes as page_routes
 from gateway.request import ALLOW
 from gateway.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
@@ -98,23 +100,30 @@ def create_app(
                 await task
             feed.stop()
 
-    endpoint = GraphQLEndpoint(
+    # One policy for both transports: the same checks, slots, time and size limits.
+    operations = Operations(
         schema._schema,
-        context,
-        limits=limits,
+        limits,
         validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
+        uncacheable=LIVE_FIELDS,
+        lookups=LOOKUP_FIELDS,
+    )
+    execution = Execution(schema._schema, limits)
+    endpoint = GraphQLEndpoint(
+        operations,
+        execution,
+        context,
         graphiql=graphiql and introspection,
         cache=cache,
         authorizer=authorizer,
-        uncacheable=LIVE_FIELDS,
-        lookups=LOOKUP_FIELDS,
     )
     subscriptions = SubscriptionServer(
         store,
         source.status,
         feed,
-        limits=limits,
-        introspection=introspection,
+        schema=schema,
+        operations=operations,
+        execution=execution,
         allowed_origins=cors_origins,
         coalesce_interval=coalesce_interval,
         max_connections=max_connections,

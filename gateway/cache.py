@@ -55,15 +55,24 @@ class BytesSerializer(BaseSerializer):  # type: ignore[misc]
 
 
 class BoundedMemoryCache(SimpleMemoryCache):  # type: ignore[misc]
-    """aiocache's memory cache, bounded to ``max_entries`` (least recently used go)."""
+    """aiocache's memory cache, bounded to ``max_entries`` and ``max_bytes`` of values.
 
-    def __init__(self, max_entries: int = 1000, **kwargs: Any) -> None:
+    The least recently used go first. A bound in entries alone is no bound on memory:
+    one alias bomb's answer is megabytes, and a few thousand of them are gigabytes.
+    """
+
+    def __init__(
+        self, max_entries: int = 1000, max_bytes: int = 64 * 1024 * 1024, **kwargs: Any
+    ) -> None:
         # aiocache bounds every call with asyncio.wait_for (a task per lookup, a fifth
         # of a cached answer's time); a lookup in a dict cannot hang.
         kwargs.setdefault("timeout", None)
         super().__init__(serializer=BytesSerializer(), **kwargs)
         self.max_entries = max_entries
-        self._cache: OrderedDict[str, object] = OrderedDict()
+        self.max_bytes = max_bytes
+        #: Bytes of the values held.
+        self.bytes = 0
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
 
     async def get(
         self,
@@ -92,11 +101,26 @@ class BoundedMemoryCache(SimpleMemoryCache):  # type: ignore[misc]
     async def _set(
         self, key: str, value: Any, ttl: Any = None, _cas_token: Any = None, _conn: Any = None
     ) -> Any:
+        if len(value) > self.max_bytes:
+            return False
+        await self._delete(key)
         result = await super()._set(key, value, ttl=ttl, _cas_token=_cas_token, _conn=_conn)
-        while len(self._cache) > self.max_entries:
-            oldest = next(iter(self._cache))
-            await self._delete(oldest)
+        if key in self._cache:
+            self.bytes += len(value)
+        while len(self._cache) > self.max_entries or self.bytes > self.max_bytes:
+            await self._delete(next(iter(self._cache)))
         return result
+
+    async def _delete(self, key: str, _conn: Any = None) -> Any:
+        value = self._cache.get(key)
+        if value is not None:
+            self.bytes -= len(value)
+        return await super()._delete(key, _conn=_conn)
+
+    async def _clear(self, namespace: str | None = None, _conn: Any = None) -> Any:
+        for key in [k for k in self._cache if namespace is None or k.startswith(namespace)]:
+            await self._delete(key)
+        return True
 
 
 def redis_backend(url: str, *, timeout: float = 0.25) -> BaseCache:
@@ -152,8 +176,11 @@ class ResponseCache:
         shared: bool = False,
         ttl: int | None = None,
         retry_after: float = 5.0,
+        max_entry_bytes: int = 8 * 1024 * 1024,
     ) -> None:
         self.backend = backend
+        #: Answers larger than this are not kept: each would crowd out hundreds of others.
+        self.max_entry_bytes = max_entry_bytes
         self.shared = shared
         self.ttl = ttl
         self.retry_after = retry_after
@@ -185,7 +212,7 @@ class ResponseCache:
         return bytes(value)
 
     async def set(self, key: str, value: bytes) -> None:
-        if time.monotonic() < self._down_until:
+        if time.monotonic() < self._down_until or len(value) > self.max_entry_bytes:
             return
         try:
             await self.backend.set(key, value, ttl=self.ttl)

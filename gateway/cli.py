@@ -185,7 +185,10 @@ def build_cache(settings: Settings) -> ResponseCache | None:
             raise StartupError("--cache redis needs --redis-url (or GATEWAY_REDIS_URL)")
         return ResponseCache(redis_backend(settings.redis_url), shared=True, ttl=settings.cache_ttl)
     if settings.cache == "memory":
-        return ResponseCache(BoundedMemoryCache(max_entries=settings.cache_entries))
+        backend = BoundedMemoryCache(
+            max_entries=settings.cache_entries, max_bytes=settings.cache_bytes
+        )
+        return ResponseCache(backend, max_entry_bytes=settings.cache_bytes // 8)
     raise StartupError(f"--cache {settings.cache!r}: expected memory, redis or off")
 
 
@@ -209,6 +212,8 @@ def _serve(
             max_depth=settings.max_depth,
             max_page_size=settings.max_page_size,
             max_seconds=settings.max_query_seconds,
+            max_cost=settings.max_query_cost,
+            max_response_bytes=settings.max_response_bytes,
             max_concurrent=settings.max_concurrent_queries,
         ),
         introspection=settings.introspection,

@@ -6,6 +6,7 @@ import asyncio
 
 from starlette.websockets import WebSocket
 
+from gateway.budget import Budget
 from gateway.feed import Feed
 from gateway.flavors import NO_CATALOG, Catalog
 from gateway.source import SyncStatus
@@ -25,6 +26,7 @@ class Context:
 
     __slots__ = (
         "_snapshot",
+        "budget",
         "catalog",
         "coalesce_interval",
         "connection",
@@ -59,10 +61,28 @@ class Context:
         self.connection = connection
         #: The payload of a WebSocket's connection_init (credentials live there).
         self.connection_params: object = None
+        #: What the operation may still spend (see gateway.budget); None: no limit.
+        self.budget: Budget | None = None
 
     @property
     def snapshot(self) -> Snapshot:
         return self._snapshot or self.store.snapshot
+
+    def for_operation(self) -> Context:
+        """A context pinned to the current snapshot, for one query.
+
+        A WebSocket connection's context is shared by its operations and follows the
+        store; one query's answer must come from one snapshot and spend its own budget.
+        """
+        context = Context(
+            self.store,
+            self.status,
+            self.feed,
+            coalesce_interval=self.coalesce_interval,
+            max_page_size=self.max_page_size,
+        )
+        context.connection_params = self.connection_params
+        return context
 
     def cut_off(self) -> None:
         """Close the connection of a subscriber that fell too far behind (1013: try again)."""

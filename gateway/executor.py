@@ -20,6 +20,11 @@ answer is a plain value. Anything else, an error or a null where none is allowed
 goes the full way again, so every error reads exactly as graphql-core words it.
 The results are the same field for field (``tests/test_executor.py`` compares
 them with graphql-core's own executor).
+
+Every field completed, by either path, is charged to the operation's
+:class:`gateway.budget.Budget` (the context's ``budget``, when it has one): the
+bytes it adds to the answer, and now and then a look at the clock, so that an
+operation over its time or size ends itself instead of running on unseen.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from graphql.execution.values import get_argument_values
 from graphql.pyutils import Path
 from strawberry import Schema
 from strawberry.types.base import StrawberryObjectDefinition
+
+from gateway.budget import Budget
 
 __all__ = ["Attribute", "Executor", "Lookup", "shortcut_resolvers"]
 
@@ -146,13 +153,32 @@ class Executor(IncrementalExecutor):
     kept for the whole of it.
     """
 
-    __slots__ = ("_arguments",)
+    __slots__ = ("_arguments", "budget")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._arguments: dict[int, dict[str, Any]] = {}
+        self.budget: Budget | None = getattr(self.context_value, "budget", None)
 
     def execute_field(
+        self,
+        parent_type: GraphQLObjectType,
+        source: Any,
+        field_details_list: FieldDetailsList,
+        path: Path,
+        position_context: Any,
+    ) -> Any:
+        value = self._execute_field(parent_type, source, field_details_list, path, position_context)
+        budget = self.budget
+        if budget is not None:  # Budget.charge, inline: this runs for every field
+            key: str = path.key  # type: ignore[assignment]  # a field's path ends in its key
+            budget.spent += len(key) + (len(value) + 6 if type(value) is str else _size(value))
+            budget.ticks -= 1
+            if budget.ticks <= 0:
+                budget.check()
+        return value
+
+    def _execute_field(
         self,
         parent_type: GraphQLObjectType,
         source: Any,
@@ -213,6 +239,17 @@ class Executor(IncrementalExecutor):
         except Exception as error:  # a non-null field below it failed: null here
             self.handle_field_error(error, field_def.type, field_details_list, path)
             return None
+
+
+def _size(value: Any) -> int:
+    """About the bytes a field of this value adds to the JSON answer, but for its key.
+
+    That is ``"":value,``: objects and lists count their punctuation here, their
+    contents as their own fields do; a list counts its items' strings and commas.
+    """
+    if type(value) is list:
+        return 6 + sum(len(v) + 3 if type(v) is str else 2 for v in value)
+    return 9
 
 
 def _leaf(resolve: Attribute, source: Any) -> Any:

@@ -8,46 +8,40 @@ does not parse or validate, variables that do not coerce), 200 once execution ra
 With ``application/json`` every well-formed request gets 200, as the spec asks.
 
 Requests are worked out once per distinct payload and document (gateway.operations),
-and execution runs in a worker thread so that one large query never stalls the
-event loop (health probes, other clients); only lookups of single objects, whose
-work is bounded by those objects, run on the loop itself.
+and execution and serialization run in a worker thread (gateway.execution), within
+the cost, time, size and concurrency limits, so that one large query never stalls
+the event loop (health probes, other clients); only lookups of single objects,
+whose work is bounded by those objects, run on the loop itself.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import anyio.to_thread
 from graphql import (
-    ASTValidationRule,
-    DocumentNode,
     ExecutionResult,
     GraphQLError,
-    GraphQLFormattedError,
-    GraphQLSchema,
     OperationType,
-    execute,
 )
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
+from gateway.budget import TOO_LARGE
 from gateway.cache import ResponseCache
 from gateway.context import Context
-from gateway.executor import Executor
-from gateway.limits import LimitError, Limits
+from gateway.execution import Execution, execute_document, mask
+from gateway.limits import LimitError
 from gateway.operations import Operations, Prepared
 from gateway.pages import graphiql_html
 from gateway.request import (
     GRAPHQL_RESPONSE,
     JSON,
     HttpError,
-    Params,
     RequestError,
     negotiate,
     read_payload,
@@ -73,33 +67,23 @@ class GraphQLEndpoint:
 
     def __init__(
         self,
-        schema: GraphQLSchema,
+        operations: Operations,
+        execution: Execution,
         context: Callable[[Request], Context],
         *,
-        limits: Limits,
-        validation_rules: Sequence[type[ASTValidationRule]] = (),
-        document_cache_size: int = 1024,
         graphiql: bool = True,
         cache: ResponseCache | None = None,
         authorizer: Authorizer | None = None,
-        uncacheable: frozenset[str] = frozenset(),
-        lookups: frozenset[str] = frozenset(),
     ) -> None:
-        self.schema = schema
-        self.operations = Operations(
-            schema,
-            limits,
-            validation_rules=validation_rules,
-            uncacheable=uncacheable,
-            lookups=lookups,
-            cache_size=document_cache_size,
-        )
+        """``operations`` and ``execution`` are shared with the WebSocket transport."""
+        self.schema = operations.schema
+        self.operations = operations
+        self.execution = execution
         self.authorizer = authorizer or AllowAll()
         self.cache = cache
         self.context = context
-        self.limits = limits
+        self.limits = operations.limits
         self.graphiql = graphiql
-        self.running = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI: every answer goes out as two messages, with no Response object to build."""
@@ -169,88 +153,40 @@ class GraphQLEndpoint:
                 request.state.outcome = "ok"
                 return Answer(200, cached, media_type)
         if self.operations.is_lookup(params.query):
-            result = self._execute(
-                prepared.document, context, params.variables, params.operation_name
+            result = execute_document(
+                self.schema, prepared.document, context, params.variables, params.operation_name
             )
+            body, failed = self._finish(result, request_id)
         else:
-            result = await self._run_limited(prepared.document, context, params)
-        if result.errors and result.data is None and all(e.path is None for e in result.errors):
-            # No path: variable coercion failed, nothing was executed.
-            raise RequestError(result.errors)
-        request.state.outcome = "error" if result.errors else "ok"
-        body = _encode(self._format(result, request_id))
-        if self.cache is not None and key is not None and not result.errors:
+            self.operations.check_cost(prepared, context.snapshot)
+            body, failed = await self.execution.run(
+                prepared.document,
+                context,
+                params.variables,
+                params.operation_name,
+                lambda result: self._finish(result, request_id),
+            )
+        request.state.outcome = "error" if failed else "ok"
+        if self.cache is not None and key is not None and not failed:
             await self.cache.set(key, body)
         return Answer(200, body, media_type)
 
-    async def _run_limited(
-        self, document: DocumentNode, context: Context, params: Params
-    ) -> ExecutionResult:
-        """Execute in a worker thread, within the concurrency and time limits.
-
-        A thread cannot be stopped: one that overruns is abandoned (its answer
-        dropped) but still counts against the concurrency limit until it ends, so
-        slow queries can never pile up without bound.
-        """
-        if self.running >= self.limits.max_concurrent:
-            raise HttpError(
-                429, "too many queries in progress; retry shortly", {"retry-after": "1"}
-            )
-        self.running += 1
-        loop = asyncio.get_running_loop()
-
-        def work() -> ExecutionResult:
-            try:
-                return self._execute(document, context, params.variables, params.operation_name)
-            finally:
-                loop.call_soon_threadsafe(self._finished)
-
-        try:
-            return await asyncio.wait_for(
-                anyio.to_thread.run_sync(work, abandon_on_cancel=True), self.limits.max_seconds
-            )
-        except TimeoutError:
-            message = f"query took longer than the limit of {self.limits.max_seconds:g} s"
-            raise RequestError([LimitError(message)], status=400) from None
-
-    def _finished(self) -> None:
-        self.running -= 1
-
-    def _execute(
-        self,
-        document: DocumentNode,
-        context: Any,
-        variables: dict[str, Any] | None,
-        operation_name: str | None,
-    ) -> ExecutionResult:
-        result = execute(
-            self.schema,
-            document,
-            context_value=context,
-            variable_values=variables,
-            operation_name=operation_name,
-            executor_class=Executor,
-        )
-        assert isinstance(result, ExecutionResult), "resolvers are synchronous"
-        return result
+    def _finish(self, result: ExecutionResult, request_id: str) -> tuple[bytes, bool]:
+        """The answer's body, and whether it has errors: in the worker thread for a large one."""
+        if result.errors and result.data is None and all(e.path is None for e in result.errors):
+            # No path: variable coercion failed, nothing was executed.
+            raise RequestError(result.errors)
+        body = _encode(self._format(result, request_id))
+        if len(body) > self.limits.max_response_bytes:
+            message = f"response larger than the limit of {self.limits.max_response_bytes} bytes"
+            raise RequestError([LimitError(message, extensions={"code": TOO_LARGE})], 400)
+        return body, bool(result.errors)
 
     def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
         payload: dict[str, Any] = {"data": result.data}
         if result.errors:
-            payload["errors"] = [_mask(e, request_id) for e in result.errors]
+            payload["errors"] = [mask(e, request_id).formatted for e in result.errors]
         return payload
-
-
-def _mask(error: GraphQLError, request_id: str) -> GraphQLFormattedError:
-    """Errors we raised on purpose read as they are; anything else is our bug."""
-    original = error.original_error
-    if original is None or isinstance(original, GraphQLError):
-        return error.formatted
-    log.error("request %s: unexpected error at %s", request_id, error.path, exc_info=original)
-    masked = GraphQLError(
-        f"internal error (request id {request_id})", path=error.path, nodes=error.nodes
-    )
-    return masked.formatted
 
 
 def _encode(payload: Any) -> bytes:

@@ -40,8 +40,10 @@ from graphql.validation.validate import ValidationAbortedError
 from graphql.validation.validation_context import MAX_FRAGMENT_WORK
 
 from gateway.cache import digest
+from gateway.cost import Profile, estimate
 from gateway.limits import LimitError, Limits, check_document
 from gateway.request import Params, RequestError, params_of
+from gateway.store import Snapshot
 
 __all__ = ["MEMO_PAYLOAD_BYTES", "Operations", "Prepared"]
 
@@ -112,7 +114,10 @@ class Operations:
         return self._remembered(method, payload)
 
     def _prepare(self, method: str, payload: bytes) -> Prepared:
-        params = params_of(method, payload)
+        return self.prepare_params(params_of(method, payload, self.limits.max_json_depth))
+
+    def prepare_params(self, params: Params) -> Prepared:
+        """What parameters decide, however they came (an HTTP payload, a WebSocket message)."""
         document = self.parse(params.query)
         operation = get_operation_ast(document, params.operation_name)
         if operation is None:
@@ -147,6 +152,28 @@ class Operations:
         if _selects_any(document, self.uncacheable):
             return None
         return print_ast(document)
+
+    def check_cost(self, prepared: Prepared, snapshot: Snapshot) -> None:
+        """Refuse an operation whose estimated cost on ``snapshot`` is over the limit.
+
+        Called once the document is valid, and only when it is about to run: a cached
+        answer costs nothing, and the same request may cost more as the fleet grows.
+        """
+        params = prepared.params
+        cost = estimate(
+            self.schema,
+            prepared.document,
+            prepared.operation,
+            params.variables,
+            Profile.of(snapshot),
+            self.limits.max_page_size,
+        )
+        if cost > self.limits.max_cost:
+            message = (
+                f"query cost {cost} exceeds the limit of {self.limits.max_cost} "
+                f"(estimated from the fleet's {len(snapshot)} hosts and its list sizes)"
+            )
+            raise RequestError([LimitError(message, extensions={"code": "QUERY_TOO_COSTLY"})], 400)
 
     def _is_lookup(self, query: str) -> bool:
         """Whether a valid document only looks objects up by key and reads no list.

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import itertools
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +30,8 @@ __all__ = [
     "HttpError",
     "Params",
     "RequestError",
+    "TooDeep",
+    "loads",
     "negotiate",
     "params_of",
     "read_payload",
@@ -96,12 +100,40 @@ async def read_payload(request: Request, limits: Limits) -> bytes:
     return body
 
 
-def params_of(method: str, payload: bytes) -> Params:
+class TooDeep(ValueError):
+    """JSON nested deeper than the limit, found before it is decoded."""
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [1 if b in b"[{" else -1 for b in range(256)]
+
+
+def loads(data: str | bytes, max_depth: int) -> Any:
+    """``json.loads``, refusing (:class:`TooDeep`) nesting deeper than ``max_depth``.
+
+    The decoder recurses once per level, and a few thousand levels (a few KB)
+    exhaust the stack. So the nesting is measured first, at C speed: strings are
+    removed, then everything but brackets, and the running sum of +1 per opening
+    and -1 per closing bracket is the depth. A document with fewer brackets than
+    the limit cannot be too deep and skips all that.
+    """
+    raw = data.encode() if isinstance(data, str) else data
+    if raw.count(b"[") + raw.count(b"{") > max_depth:
+        brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+        if max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0) > max_depth:
+            raise TooDeep(f"JSON nested deeper than {max_depth} levels")
+    return json.loads(raw)
+
+
+def params_of(method: str, payload: bytes, max_json_depth: int = 64) -> Params:
     """The GraphQL parameters in a payload read by :func:`read_payload`."""
     if method == "GET":
-        return _params_from_query(QueryParams(payload))
+        return _params_from_query(QueryParams(payload), max_json_depth)
     try:
-        parsed = json.loads(payload)
+        parsed = loads(payload, max_json_depth)
+    except TooDeep as error:
+        raise RequestError([GraphQLError(f"body refused: {error}")], status=400) from error
     except (ValueError, UnicodeDecodeError) as error:
         raise _malformed([f"body is not valid JSON: {error}"]) from error
     if not isinstance(parsed, dict):
@@ -189,12 +221,14 @@ async def _read_body(request: Request, limit: int, seconds: float) -> bytes:
     return b"".join(chunks)
 
 
-def _params_from_query(query: Mapping[str, str]) -> Params:
+def _params_from_query(query: Mapping[str, str], max_json_depth: int) -> Params:
     raw: dict[str, Any] = {k: query[k] for k in ("query", "operationName") if k in query}
     for key in ("variables", "extensions"):
         if key in query:
             try:
-                raw[key] = json.loads(query[key])
+                raw[key] = loads(query[key], max_json_depth)
+            except TooDeep as error:
+                raise RequestError([GraphQLError(f"{key} refused: {error}")], 400) from error
             except ValueError as error:
                 raise _malformed([f"{key} is not valid JSON"]) from error
     return _params_from(raw)

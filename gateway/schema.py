@@ -5,13 +5,11 @@ precomputed records in it; none of them talks to Kubernetes or the file system.
 """
 
 import datetime
-from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Annotated
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
@@ -283,19 +281,16 @@ def _parse(value: object) -> Decimal:
         raise GraphQLError(str(error)) from error
 
 
-Extension = type[SchemaExtension] | Callable[[], SchemaExtension]
-
-
 #: Per-host lookups whose resolvers read the parent with String arguments only.
 DIRECT_LOOKUPS = (("Hypervisor", "resource"), ("Hypervisor", "label"))
 
 
-def build_schema(extensions: Sequence[Extension] = ()) -> strawberry.Schema:
-    """The schema; extensions only matter where Strawberry executes (WebSocket)."""
+def build_schema() -> strawberry.Schema:
+    """The schema. One instance serves both transports, whose limits are the
+    gateway's own (gateway.operations, gateway.execution), not Strawberry extensions."""
     built = strawberry.Schema(
         query=Query,
         subscription=Subscription,
-        extensions=list(extensions),
         config=StrawberryConfig(
             scalar_map={
                 Quantity: strawberry.scalar(

@@ -31,6 +31,7 @@ class Settings:
     graphiql: bool = True
     cache: str = "memory"
     cache_entries: int = 2000
+    cache_bytes: int = 64 * 1024 * 1024
     redis_url: str | None = None
     cache_ttl: int = 300
     coalesce_interval: float = 1.0
@@ -41,6 +42,8 @@ class Settings:
     max_depth: int = 15
     max_page_size: int = 10_000
     max_query_seconds: float = 10.0
+    max_query_cost: int = 5_000_000
+    max_response_bytes: int = 64 * 1024 * 1024
     max_concurrent_queries: int = 32
 
     @property
@@ -85,6 +88,13 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
     ("log_format", "GATEWAY_LOG_FORMAT", str, "json, text or auto: json unless on a terminal"),
     ("cache", "GATEWAY_CACHE", str, "response cache: memory, redis or off (default memory)"),
     ("cache_entries", "GATEWAY_CACHE_ENTRIES", int, "responses kept in memory (default 2000)"),
+    (
+        "cache_bytes",
+        "GATEWAY_CACHE_BYTES",
+        int,
+        "bytes of responses kept in memory; one over an eighth of it is not kept "
+        "(default 67108864: 64 MiB)",
+    ),
     ("redis_url", "GATEWAY_REDIS_URL", str, "Redis for the shared cache, redis://host:6379/0"),
     ("cache_ttl", "GATEWAY_CACHE_TTL", int, "seconds a response lives in Redis (default 300)"),
     (
@@ -111,6 +121,19 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
     ("max_depth", "GATEWAY_MAX_DEPTH", int, "deepest selection a query may have (default 15)"),
     ("max_page_size", "GATEWAY_MAX_PAGE_SIZE", int, "largest page, first: (default 10000)"),
     ("max_query_seconds", "GATEWAY_MAX_QUERY_SECONDS", float, "execution time limit (default 10)"),
+    (
+        "max_query_cost",
+        "GATEWAY_MAX_QUERY_COST",
+        int,
+        "estimated cost a query may have: fields times the list sizes the fleet has "
+        "(default 5000000)",
+    ),
+    (
+        "max_response_bytes",
+        "GATEWAY_MAX_RESPONSE_BYTES",
+        int,
+        "largest answer; a larger one is refused as it is built (default 67108864: 64 MiB)",
+    ),
     (
         "max_concurrent_queries",
         "GATEWAY_MAX_CONCURRENT_QUERIES",

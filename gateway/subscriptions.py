@@ -1,5 +1,6 @@
 """GraphQL subscriptions: live changes of hypervisors, consumers and fleet totals."""
 
+import weakref
 from collections.abc import AsyncGenerator
 from enum import Enum
 from typing import Annotated
@@ -7,11 +8,12 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
-from gateway import domain
+from gateway import domain, fleet
 from gateway.context import Context
 from gateway.filters import HypervisorFilter, compile_filter
 from gateway.nodes import Consumer, Hypervisor, consumer_view
 from gateway.store import ChangeType as StoreChangeType
+from gateway.store import Snapshot
 from gateway.totals import FleetGroup, FleetGrouping, fleet_groups
 
 __all__ = ["Subscription"]
@@ -89,11 +91,34 @@ class Subscription:
     ) -> AsyncGenerator[list[FleetGroup], None]:
         previous = None
         async for snapshot in info.context.feed.snapshots(info.context.coalesce_interval):
-            groups = fleet_groups(snapshot, filter, group_by)
+            groups = shared_groups(snapshot, filter, group_by)
             signature = [(g.key, g.resources) for g in groups]
             if signature != previous:
                 previous = signature
                 yield groups  # type: ignore[misc]
+
+
+Totals = list[fleet.FleetGroup]
+
+#: Totals per snapshot, per (filter, grouping): gone with the snapshot.
+_totals: weakref.WeakKeyDictionary[Snapshot, dict[tuple[str, FleetGrouping], Totals]]
+_totals = weakref.WeakKeyDictionary()
+
+
+def shared_groups(
+    snapshot: Snapshot, where: HypervisorFilter | None, group_by: FleetGrouping
+) -> Totals:
+    """fleet_groups, computed once per snapshot, filter and grouping for every subscriber.
+
+    A change wakes every fleetCapacityChanged subscriber at once; a dashboard's
+    hundred viewers ask for the same totals, which take a pass over the fleet.
+    A filter is an input object: its repr names every field it was given.
+    """
+    per_snapshot = _totals.setdefault(snapshot, {})
+    key = (repr(where), group_by)
+    if key not in per_snapshot:
+        per_snapshot[key] = fleet_groups(snapshot, where, group_by)
+    return per_snapshot[key]
 
 
 def _change_type(kind: StoreChangeType, before: bool, after: bool) -> ChangeType:

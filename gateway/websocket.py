@@ -1,62 +1,183 @@
-"""GraphQL subscriptions over WebSocket, on the same ``/graphql`` path.
+"""GraphQL over WebSocket, on the same ``/graphql`` path: the same policy as HTTP.
 
 Strawberry implements both protocols in use: ``graphql-transport-ws`` and, for
-older clients, the legacy ``graphql-ws``. We only supply the context: a live one
-that follows the store (see :class:`gateway.context.Context`), created once per
-connection.
+older clients, the legacy ``graphql-ws``. What it runs is ours: its handlers ask
+the view's schema for a stream of results, and that "schema" (:class:`Streams`)
+prepares each operation with the HTTP endpoint's :class:`gateway.operations.Operations`
+(token, depth, alias, selection and cost limits, validation, introspection) and
+runs queries and mutations in a worker thread through the same
+:class:`gateway.execution.Execution` (slots, time, response size): one policy,
+the same errors. Subscriptions, once checked, are Strawberry's to run.
+
+Every malformed message closes the connection with the protocol's 4400 and a
+reason: text that is not a JSON object, JSON nested too deep to decode, a
+message without a type, a subscribe or start whose payload is not an object.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import AsyncGenerator, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
+from graphql import GraphQLError, OperationType
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketState
+from strawberry import Schema
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
-from strawberry.extensions import DisableIntrospection, SchemaExtension
+from strawberry.schema import BaseSchema
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+)
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
+from strawberry.types.execution import ExecutionResult, PreExecutionError
+from strawberry.utils.aio import aclosing
 
 from gateway.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.context import Context
+from gateway.execution import Execution, mask
 from gateway.feed import Feed
 from gateway.flavors import NO_CATALOG, Catalog
-from gateway.limits import LimitError, Limits, check_document
+from gateway.operations import Operations
 from gateway.refusal import refuse, refuse_websocket
-from gateway.schema import Extension, build_schema
+from gateway.request import HttpError, Params, RequestError, TooDeep, loads
 from gateway.source import SyncStatus
 from gateway.store import Store
 
-__all__ = ["SubscriptionServer"]
+__all__ = ["Streams", "SubscriptionServer"]
+
+#: The type of a message that could not be read: no JSON text can produce it.
+INVALID = object()
 
 
-class DocumentLimits(SchemaExtension):
-    """The HTTP endpoint's document limits, for operations sent over WebSocket."""
+class Streams:
+    """What Strawberry's WebSocket handlers call on the view's schema, with our policy.
 
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
+    They call :meth:`stream` (graphql-transport-ws) and :meth:`subscribe` (graphql-ws)
+    and nothing else; both run every kind of operation.
+    """
 
-    def on_operation(self) -> Iterator[None]:
-        self.execution_context.parse_options["max_tokens"] = self.limits.max_tokens
-        yield
+    def __init__(self, schema: Schema, operations: Operations, execution: Execution) -> None:
+        self.schema = schema
+        self.operations = operations
+        self.execution = execution
 
-    def on_validate(self) -> Iterator[None]:
-        document = self.execution_context.graphql_document
-        if document is not None:
-            try:
-                check_document(document, self.limits)
-            except LimitError as error:
-                # Counts as validation already run: the costly rules never see it.
-                self.execution_context.pre_execution_errors = [error]
-        yield
+    async def stream(
+        self,
+        query: str | None,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+        allowed_operation_types: Any = None,
+    ) -> AsyncGenerator[ExecutionResult, None]:
+        assert isinstance(context_value, Context)
+        return self._results(Params(query or "", operation_name, variable_values), context_value)
+
+    subscribe = stream
+
+    async def _results(
+        self, params: Params, context: Context
+    ) -> AsyncGenerator[ExecutionResult, None]:
+        try:
+            prepared = self.operations.prepare_params(params)
+            self.operations.validate(params.query)
+            self.operations.check_cost(prepared, context.snapshot)
+        except RequestError as error:
+            yield PreExecutionError(data=None, errors=error.errors)
+            return
+        if prepared.operation.operation is OperationType.SUBSCRIPTION:
+            source = await self.schema.subscribe(
+                params.query, params.variables, context, None, params.operation_name
+            )
+            if isinstance(source, ExecutionResult):
+                yield source
+                return
+            async with aclosing(source):
+                async for event in source:
+                    yield event
+            return
+        request_id = os.urandom(8).hex()
+        try:
+            result = await self.execution.run(
+                prepared.document,
+                context.for_operation(),
+                params.variables,
+                params.operation_name,
+                lambda result: result,
+            )
+        except RequestError as error:
+            yield PreExecutionError(data=None, errors=error.errors)
+            return
+        except HttpError as error:
+            code = {"code": error.code} if error.code else None
+            yield PreExecutionError(data=None, errors=[GraphQLError(str(error), extensions=code)])
+            return
+        errors = [mask(e, request_id) for e in result.errors or ()]
+        yield ExecutionResult(data=result.data, errors=errors or None)
+
+
+class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    """graphql-transport-ws, closing with 4400 on every message it cannot read."""
+
+    async def handle_message(self, message: Any) -> None:
+        if (reason := _malformed(message)) is not None:
+            await self.handle_invalid_message(reason)
+            return
+        if message["type"] == "subscribe" and (reason := _bad_payload(message)) is not None:
+            await self.handle_invalid_message(reason)
+            return
+        await super().handle_message(message)
+
+
+class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    """graphql-ws (legacy), closing with 4400 where it would drop the connection or ignore."""
+
+    async def handle_message(self, message: Any) -> None:
+        if (reason := _malformed(message)) is None and message["type"] == "start":
+            reason = _bad_payload(message)
+        if reason is not None:
+            await self.websocket.close(code=4400, reason=reason)
+            return
+        await super().handle_message(message)
+
+
+def _malformed(message: Any) -> str | None:
+    """Why a decoded message cannot be handled, or None."""
+    if message.get("type") is INVALID:
+        return str(message["reason"])
+    if not isinstance(message.get("type"), str):
+        return "a message needs a string type"
+    if "id" in message and not isinstance(message["id"], str):
+        return "a message id must be a string"
+    return None
+
+
+def _bad_payload(message: dict[str, Any]) -> str | None:
+    payload = message.get("payload")
+    if not isinstance(message.get("id"), str):
+        return f"{message['type']} needs a string id"
+    if not isinstance(payload, dict):
+        return f"{message['type']} payload must be an object"
+    if not isinstance(payload.get("query"), str):
+        return f"{message['type']} payload needs a string query"
+    if payload.get("variables") is not None and not isinstance(payload["variables"], dict):
+        return "variables must be an object"
+    if payload.get("operationName") is not None and not isinstance(payload["operationName"], str):
+        return "operationName must be a string"
+    return None
 
 
 class SubscriptionServer(GraphQL[Context, None]):
     """The WebSocket half of ``/graphql``; HTTP requests never reach it."""
+
+    graphql_transport_ws_handler_class = TransportWSHandler
+    graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(
         self,
@@ -64,8 +185,9 @@ class SubscriptionServer(GraphQL[Context, None]):
         status: SyncStatus,
         feed: Feed,
         *,
-        limits: Limits,
-        introspection: bool = True,
+        schema: Schema,
+        operations: Operations,
+        execution: Execution,
         allowed_origins: Sequence[str] = (),
         coalesce_interval: float = 1.0,
         max_subscriptions_per_connection: int = 20,
@@ -75,11 +197,10 @@ class SubscriptionServer(GraphQL[Context, None]):
         recheck_interval: float = 60.0,
         catalog: Catalog = NO_CATALOG,
     ) -> None:
-        extensions: list[Extension] = [lambda: DocumentLimits(limits)]
-        if not introspection:
-            extensions.append(DisableIntrospection)
+        """``operations`` and ``execution`` are the HTTP endpoint's (one policy)."""
         super().__init__(
-            build_schema(extensions),
+            # The handlers call nothing but stream and subscribe (see Streams).
+            cast("BaseSchema", Streams(schema, operations, execution)),
             graphql_ide=None,
             allowed_origins=allowed_origins,
             keep_alive=True,
@@ -92,7 +213,7 @@ class SubscriptionServer(GraphQL[Context, None]):
         self.status = status
         self.feed = feed
         self.coalesce_interval = coalesce_interval
-        self.limits = limits
+        self.limits = operations.limits
         self.max_connections = max_connections
         self.connections = 0
         self.authorizer = authorizer or AllowAll()
@@ -120,11 +241,19 @@ class SubscriptionServer(GraphQL[Context, None]):
         return request
 
     def decode_json(self, data: str | bytes) -> object:
-        """Only JSON objects are protocol messages: anything else is refused (4400) like
-        text that is not JSON, instead of reaching a handler that indexes it by key."""
-        message = json.loads(data)
+        """A protocol message, or one of type :data:`INVALID` saying why it is none.
+
+        The handlers close the connection with 4400 and that reason. Nesting is
+        bounded before decoding: a deep message would exhaust the decoder's stack.
+        """
+        try:
+            message = loads(data, self.limits.max_json_depth)
+        except TooDeep as error:
+            return {"type": INVALID, "reason": f"message refused: {error}"}
+        except ValueError:
+            return {"type": INVALID, "reason": "a message must be valid JSON"}
         if not isinstance(message, dict):
-            raise json.JSONDecodeError("a message must be a JSON object", str(data), 0)
+            return {"type": INVALID, "reason": "a message must be a JSON object"}
         return message
 
     async def on_ws_connect(self, context: Context) -> None:

@@ -124,6 +124,32 @@ async def test_memory_cache_is_bounded() -> None:
         assert len(backend._cache) == 5
 
 
+async def test_memory_cache_is_bounded_in_bytes() -> None:
+    """Forty distinct answers of several KB each: what is held stays within the bound."""
+    backend = BoundedMemoryCache(max_entries=2000, max_bytes=50_000)
+    cache = ResponseCache(backend, max_entry_bytes=20_000)
+    async with Gateway(cache) as gateway:
+        sizes = []
+        for n in range(40):
+            aliases = " ".join(
+                f"a{n}x{k}: hypervisors {{ nodes {{ name zone }} }}" for k in range(40)
+            )
+            sizes.append(len(await gateway.ask(f"{{ {aliases} }}")))
+        assert min(sizes) > 5000 and sum(sizes) > 4 * backend.max_bytes
+        assert cache.stats.stores == 40
+        held = sum(len(value) for value in backend._cache.values())
+        assert held == backend.bytes <= backend.max_bytes
+        assert len(backend._cache) < 40
+
+
+async def test_an_answer_over_the_entry_limit_is_not_cached() -> None:
+    backend = BoundedMemoryCache()
+    async with Gateway(ResponseCache(backend, max_entry_bytes=100)) as gateway:
+        assert len(await gateway.ask()) > 100
+        assert len(await gateway.ask("{ hypervisors { totalCount } }")) <= 100
+        assert gateway.cache.stats.stores == 1 and len(backend._cache) == 1
+
+
 async def test_memory_cache_reads_what_aiocache_stores() -> None:
     backend = BoundedMemoryCache(max_entries=2, namespace="ns:")
     await backend.set("a", b"1")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 import websockets
 
 from gateway.store import Store
+from gateway.totals import fleet_groups
 from tests import fleet
 from tests.support import run_server
 
@@ -200,6 +202,35 @@ async def test_fleet_capacity_follows_a_host_into_tracking(server: tuple[str, St
             "free": "124",
             "available": "124",
         }
+async def test_live_totals_are_computed_once_for_all_their_subscribers(
+    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway import subscriptions
+
+    computed: list[tuple[int, str]] = []
+
+    def counting(snapshot: Any, where: Any, group_by: Any) -> Any:
+        computed.append((snapshot.generation, str(group_by)))
+        return fleet_groups(snapshot, where, group_by)
+
+    monkeypatch.setattr(subscriptions, "fleet_groups", counting)
+    address, store = server
+    query = 'subscription { fleetCapacityChanged(groupBy: ZONE) { key resource(name: "cpu") { free } } }'
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(
+                contextlib.asynccontextmanager(connect)(address, protocol)
+            )
+            for protocol in (TRANSPORT_WS, LEGACY_WS, TRANSPORT_WS)
+        ]
+        for client in clients:
+            await client.subscribe("t", query)
+        first = [await client.next() for client in clients]
+        store.upsert(modified("node-a", "7"))
+        second = [await client.next() for client in clients]
+    assert first[0] == first[1] == first[2] != second[0] == second[1] == second[2]
+    # One computation per generation, whatever the number of subscribers.
+    assert len(computed) == len(set(computed)) == 2
 
 
 async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, Store]) -> None:

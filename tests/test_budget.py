@@ -1,0 +1,80 @@
+"""The budget: bytes counted as the answer is built, time looked at between fields."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from graphql import parse
+
+from gateway.app import create_app
+from gateway.budget import Budget, Overrun
+from gateway.context import Context
+from gateway.demo import generate
+from gateway.execution import execute_document
+from gateway.feed import Feed
+from gateway.limits import Limits
+from gateway.schema import schema
+from gateway.store import Store
+from tests.support import StaticSource
+from tests.test_limits import HEAVY
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_time_is_looked_at_between_fields() -> None:
+    clock = Clock()
+    budget = Budget(1.0, 10**9, clock)
+    for _ in range(1000):
+        budget.charge(1)
+    clock.now = 1.5
+    with pytest.raises(Overrun, match="took longer than the limit of 1 s"):
+        for _ in range(1000):
+            budget.charge(1)
+
+
+def test_a_stopped_budget_ends_the_work() -> None:
+    budget = Budget(60.0, 10**9)
+    budget.stop()
+    with pytest.raises(Overrun):
+        budget.check()
+
+
+def test_bytes_counted_are_about_the_answer_size() -> None:
+    """The count stops a large answer early; it must not be far from the real size."""
+    store = Store()
+    store.replace(generate(50), None)
+    context = Context(store, StaticSource([]).status, Feed(store))
+    context.budget = budget = Budget(60.0, 10**9)
+    document = parse(HEAVY)
+    result = execute_document(schema._schema, document, context, None, None)
+    size = len(json.dumps({"data": result.data}, separators=(",", ":")))
+    assert 0.9 * size <= budget.spent <= 1.1 * size
+
+
+async def test_a_response_over_the_limit_is_refused_while_it_is_built() -> None:
+    source = StaticSource(generate(300, bookings_per_host=40))
+    app = create_app(source, Store(), limits=Limits(max_response_bytes=100_000, max_seconds=120))
+    async with app.router.lifespan_context(app):
+        await source.loaded.wait()
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            response = await client.post("/graphql", json={"query": HEAVY})
+            small = await client.post("/graphql", json={"query": "{ hypervisors { totalCount } }"})
+    assert response.status_code == 400
+    assert response.json() == {
+        "errors": [
+            {
+                "message": "response larger than the limit of 100000 bytes",
+                "extensions": {"code": "RESPONSE_TOO_LARGE"},
+            }
+        ]
+    }
+    assert small.status_code == 200

@@ -1,0 +1,151 @@
+"""Query cost: estimated before execution, refused over the limit on both transports."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import httpx
+import pytest
+from graphql import GraphQLError, OperationDefinitionNode, parse, validate
+
+from gateway.app import create_app
+from gateway.cost import Profile, estimate
+from gateway.demo import generate
+from gateway.limits import Limits
+from gateway.schema import schema
+from gateway.store import Store
+from tests.support import StaticSource
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The query of issue 16: depth 12, within every static limit, enormous at run time.
+DEPTH_12 = (
+    "{ hypervisors { nodes { consumers { consumer { hypervisors { consumers { consumer { "
+    "hypervisors { consumers { consumer { hypervisors { name } } } } } } } } } } } }"
+)
+
+
+def readme_queries() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```graphql\n(.*?)```", text, re.DOTALL)
+    return [re.sub(r"^\s+", "", b, flags=re.MULTILINE) for b in blocks] + [
+        q for block in re.findall(r"```python\n(.*?)```", text, re.DOTALL) for q in _strings(block)
+    ]
+
+
+def javascript_queries() -> list[str]:
+    """Template-string constants of the dashboard, with ``${NAME}`` put in."""
+    constants: dict[str, str] = {}
+    for path in sorted((ROOT / "gateway" / "static").glob("*.js")):
+        found = re.findall(r"const (\w+) = `(.*?)`;", path.read_text(), re.DOTALL)
+        found += re.findall(r'const (\w+) = "([^"]*)";', path.read_text())
+        constants.update(found)
+
+    def expand(text: str) -> str:
+        return re.sub(r"\$\{(\w+)\}", lambda m: expand(constants[m.group(1)]), text)
+
+    return [q for q in map(expand, constants.values()) if _is_graphql(q)]
+
+
+def bench_queries() -> list[str]:
+    return [q for path in sorted((ROOT / "bench").glob("*.py")) for q in _strings(path.read_text())]
+
+
+def _strings(source: str) -> list[str]:
+    tree = ast.parse(source)
+    values = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
+    return [v for v in values if isinstance(v, str) and _is_graphql(v)]
+
+
+def _is_graphql(text: str) -> bool:
+    if not re.match(r"\s*(#[^\n]*\n\s*)*(\{|query|subscription)", text):
+        return False
+    try:
+        return not validate(schema._schema, parse(text))
+    except GraphQLError:
+        return False
+
+
+KNOWN = readme_queries() + javascript_queries() + bench_queries()
+
+
+@functools.cache
+def profile_at_20000_hosts() -> Profile:
+    """The benchmark's fleet (40 bookings a host) measured on 1,000 hosts, at 20,000."""
+    store = Store()
+    store.replace(generate(1000, bookings_per_host=40), None)
+    measured = Profile.of(store.snapshot)
+    return dataclasses.replace(measured, hosts=20_000, consumers=measured.consumers * 20)
+
+
+def cost(query: str, profile: Profile, page: int = 20_000) -> int:
+    document = parse(query)
+    operation = next(d for d in document.definitions if isinstance(d, OperationDefinitionNode))
+    return estimate(schema._schema, document, operation, None, profile, page)
+
+
+def test_every_documented_query_is_found() -> None:
+    assert len(readme_queries()) >= 8
+    assert any("Dashboard" in q for q in javascript_queries())
+    assert any("fleetCapacity" in q for q in bench_queries())
+
+
+@pytest.mark.parametrize("query", KNOWN)
+def test_known_queries_pass_at_20000_hosts(query: str) -> None:
+    # The benchmark raises the page size limit to the fleet's size: every host per page.
+    assert cost(query, profile_at_20000_hosts()) <= Limits().max_cost
+
+
+def test_the_depth_12_query_is_over_the_limit_even_on_the_demo_fleet() -> None:
+    store = Store()
+    store.replace(generate(200), None)
+    assert cost(DEPTH_12, Profile.of(store.snapshot)) > Limits().max_cost
+
+
+def test_lists_multiply_and_pages_bound() -> None:
+    profile = Profile(hosts=100, consumers=400, lists={("Hypervisor", "consumers"): Fraction(4)})
+    assert cost("{ hypervisors { nodes { name } } }", profile) == 100 + 1 + 1 + 100
+    nested = "{ hypervisors(first: 10) { nodes { consumers { uuid } } } }"
+    assert cost(nested, profile) == 100 + 1 + 1 + 10 * (1 + 4 * 1)
+    by_variable = "query($n: Int) { hypervisors(first: $n) { nodes { name } } }"
+    document = parse(by_variable)
+    operation = document.definitions[0]
+    assert isinstance(operation, OperationDefinitionNode)
+    assert estimate(schema._schema, document, operation, {"n": 3}, profile, 50) == 100 + 2 + 3
+
+
+def test_fragments_cost_what_they_expand_to() -> None:
+    profile = Profile(hosts=100, consumers=0, lists={})
+    spread = "{ hypervisors { nodes { ...F ...F } } } fragment F on Hypervisor { name zone }"
+    expanded = "{ hypervisors { nodes { name zone name zone } } }"
+    assert cost(spread, profile) == cost(expanded, profile)
+
+
+async def test_refused_before_execution_over_http() -> None:
+    source = StaticSource(generate(200))
+    app = create_app(source, Store(), limits=Limits(max_seconds=120))
+    async with app.router.lifespan_context(app):
+        await source.loaded.wait()
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            response = await client.post(
+                "/graphql",
+                json={"query": DEPTH_12},
+                headers={"accept": "application/json"},
+            )
+            small = await client.post("/graphql", json={"query": "{ hypervisors { totalCount } }"})
+    assert response.status_code == 400
+    body = response.json()
+    assert "data" not in body
+    [error] = body["errors"]
+    assert re.fullmatch(
+        r"query cost \d+ exceeds the limit of 5000000 \(estimated from the fleet's 200 hosts .*\)",
+        error["message"],
+    )
+    assert error["extensions"] == {"code": "QUERY_TOO_COSTLY"}
+    assert small.status_code == 200

@@ -1,0 +1,40 @@
+"""Reading requests: JSON nesting is bounded before it is decoded."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.request import TooDeep, loads
+from tests import fleet
+from tests.test_limits import gateway
+
+DEEP = "[" * 1000 + "]" * 1000
+
+
+def test_nesting_is_measured_outside_strings() -> None:
+    assert loads('{"a": "[[[[[[[[[[", "b": [[1]]}', 3) == {"a": "[" * 10, "b": [[1]]}
+    assert loads('["\\"[[[[[["]', 2) == ['"[[[[[[']
+    assert loads("[" * 64 + "]" * 64, 64) == loads("[" * 64 + "]" * 64, 100)
+    with pytest.raises(TooDeep, match="JSON nested deeper than 64 levels"):
+        loads("[" * 65 + "]" * 65, 64)
+    with pytest.raises(TooDeep):
+        loads(DEEP, 64)  # json.loads itself would raise RecursionError here
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/graphql-response+json"])
+async def test_deep_json_is_a_graphql_shaped_400(accept: str) -> None:
+    body = f'{{"query": "{{ __typename }}", "variables": {{"v": {DEEP}}}}}'
+    async with gateway(fleet.objects()) as client:
+        posted = await client.post(
+            "/graphql", content=body, headers={"content-type": "application/json", "accept": accept}
+        )
+        got = await client.get(
+            "/graphql",
+            params={"query": "{ __typename }", "variables": f'{{"v": {DEEP}}}'},
+            headers={"accept": accept},
+        )
+    for response in (posted, got):
+        assert response.status_code == 400
+        assert response.headers["content-type"].startswith(accept)
+        [error] = response.json()["errors"]
+        assert "JSON nested deeper than 64 levels" in error["message"]

@@ -1,0 +1,159 @@
+"""GraphQL over WebSocket: the HTTP endpoint's policy, and a close code for bad messages."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+
+from gateway.demo import generate
+from gateway.limits import Limits
+from tests import fleet
+from tests.support import run_server
+from tests.test_cost import DEPTH_12
+from tests.test_limits import HEAVY
+
+TRANSPORT_WS = "graphql-transport-ws"
+LEGACY_WS = "graphql-ws"
+PROTOCOLS = [TRANSPORT_WS, LEGACY_WS]
+
+
+async def ws_errors(address: str, protocol: str, query: str) -> list[str]:
+    """The error messages a query gets over WebSocket (none: it succeeded).
+
+    graphql-transport-ws closes the connection (4400) on a document that does not
+    parse, with the parser's message as the reason.
+    """
+    async with websockets.connect(f"ws://{address}/graphql", subprotocols=[protocol]) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        kind = "subscribe" if protocol == TRANSPORT_WS else "start"
+        await ws.send(json.dumps({"id": "1", "type": kind, "payload": {"query": query}}))
+        try:
+            while True:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                if message["type"] == "error":
+                    payload = message["payload"]
+                    errors = payload if isinstance(payload, list) else [payload]
+                    return [e["message"] for e in errors]
+                if message["type"] in ("next", "data"):
+                    return [e["message"] for e in message["payload"].get("errors", [])]
+        except websockets.ConnectionClosed as closed:
+            assert closed.rcvd is not None and closed.rcvd.code == 4400
+            return [closed.rcvd.reason]
+
+
+async def http_errors(address: str, query: str) -> list[str]:
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.post(f"http://{address}/graphql", json={"query": query})
+    return [e["message"] for e in response.json().get("errors", [])]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_every_limit_reads_the_same_over_both_transports(protocol: str) -> None:
+    too_deep = "{ hypervisors { nodes { consumers { consumer { hypervisors { name } } } } } }"
+    aliases = "{ " + " ".join(f"a{n}: fleetCapacity {{ key }}" for n in range(60)) + " }"
+    tokens = "{ " + "__typename " * 20_000 + "}"
+    limits = Limits(max_depth=5, max_tokens=10_000)
+    async with run_server(generate(200), limits=limits, introspection=False) as (address, _):
+        for query in (too_deep, aliases, tokens, DEPTH_12, "{ __schema { types { name } } }"):
+            over_http = await http_errors(address, query)
+            assert over_http, query
+            # The legacy protocol's error message carries one error: the first.
+            expected = over_http if protocol == TRANSPORT_WS else over_http[:1]
+            assert await ws_errors(address, protocol, query) == expected
+    async with run_server(generate(200)) as (address, _):
+        [cost] = await ws_errors(address, protocol, DEPTH_12)
+    assert cost.startswith("query cost ") and "exceeds the limit of 5000000" in cost
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_query_runs_off_the_event_loop_and_stops_at_its_deadline(protocol: str) -> None:
+    limits = Limits(max_seconds=0.5)
+    async with run_server(generate(1500, bookings_per_host=40), limits=limits) as (address, _):
+        query = asyncio.create_task(ws_errors(address, protocol, HEAVY))
+        async with httpx.AsyncClient() as client:
+            while not query.done():
+                started = time.monotonic()
+                assert (await client.get(f"http://{address}/healthz")).status_code == 200
+                assert time.monotonic() - started < 0.3
+        assert await query == ["query took longer than the limit of 0.5 s"]
+        cpu = time.process_time()
+        await asyncio.sleep(1.0)  # the window CPU time is measured over
+        assert time.process_time() - cpu < 0.3
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_queries_over_websocket_answer_like_http(protocol: str) -> None:
+    query = "{ hypervisors { totalCount nodes { name } } }"
+    async with run_server(fleet.objects()) as (address, _):
+        async with websockets.connect(f"ws://{address}/graphql", subprotocols=[protocol]) as ws:
+            await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+            assert json.loads(await ws.recv())["type"] == "connection_ack"
+            kind = "subscribe" if protocol == TRANSPORT_WS else "start"
+            await ws.send(json.dumps({"id": "1", "type": kind, "payload": {"query": query}}))
+            message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            while message["type"] == "ka":
+                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        async with httpx.AsyncClient() as client:
+            response = await client.post(f"http://{address}/graphql", json={"query": query})
+    assert message["type"] in ("next", "data")
+    assert message["payload"] == response.json()
+
+
+DEEP = "[" * 1000 + "]" * 1000
+
+
+def subscribe(kind: str, payload: Any) -> str:
+    return json.dumps({"id": "1", "type": kind, "payload": payload})
+
+
+MALFORMED = [
+    # (protocol, before connection_init?, message, the close reason's start)
+    (TRANSPORT_WS, True, f'{{"type": "connection_init", "payload": {{"a": {DEEP}}}}}', "message"),
+    (TRANSPORT_WS, False, subscribe("subscribe", "x"), "subscribe payload must be an object"),
+    (TRANSPORT_WS, False, subscribe("subscribe", {"query": 1}), "subscribe payload needs"),
+    (TRANSPORT_WS, False, subscribe("subscribe", {"query": "{ a }", "variables": 2}), "var"),
+    (
+        TRANSPORT_WS,
+        False,
+        f'{{"id": "1", "type": "subscribe", "payload": {{"query": "{{ a }}", "variables": '
+        f'{{"v": {DEEP}}}}}}}',
+        "message refused: JSON nested deeper than 64 levels",
+    ),
+    (TRANSPORT_WS, False, json.dumps({"id": ["1"], "type": "complete"}), "a message id"),
+    (TRANSPORT_WS, False, json.dumps({"payload": {}}), "a message needs a string type"),
+    (TRANSPORT_WS, False, DEEP, "message refused"),
+    (LEGACY_WS, True, f'{{"type": "connection_init", "payload": {DEEP}}}', "message refused"),
+    (LEGACY_WS, False, subscribe("start", "x"), "start payload must be an object"),
+    (LEGACY_WS, False, json.dumps({"type": "start", "payload": {"query": "{ a }"}}), "start"),
+    (LEGACY_WS, False, json.dumps({"payload": {}}), "a message needs a string type"),
+    (LEGACY_WS, False, "not json", "a message must be valid JSON"),
+    (LEGACY_WS, False, "[1, 2]", "a message must be a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("protocol", "first", "message", "reason"), MALFORMED)
+async def test_every_malformed_message_is_closed_with_4400(
+    protocol: str, first: bool, message: str, reason: str
+) -> None:
+    async with run_server(fleet.objects()) as (address, _):
+        async with websockets.connect(f"ws://{address}/graphql", subprotocols=[protocol]) as ws:
+            if not first:
+                await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+                assert json.loads(await ws.recv())["type"] == "connection_ack"
+            await ws.send(message)
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                while True:
+                    assert json.loads(await asyncio.wait_for(ws.recv(), 5))["type"] == "ka"
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(f"http://{address}/healthz")).status_code == 200
+    received = closed.value.rcvd
+    assert received is not None, "closed without a close frame"
+    assert received.code == 4400
+    assert received.reason.startswith(reason)
