@@ -1,6 +1,5 @@
 """Filtering and ordering hypervisors: the inputs of ``Query.hypervisors`` and friends."""
 
-import decimal
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from enum import Enum
@@ -10,7 +9,8 @@ import strawberry
 from graphql import GraphQLError
 
 from gateway import capacity, domain
-from gateway.selector import SelectorError, parse_selector
+from gateway.pagination import Position
+from gateway.scalars import UUID, LabelSelector, ResourceName
 from gateway.store import Snapshot
 from gateway.types import CapacityView, Quantity, domain_view
 
@@ -27,9 +27,10 @@ Predicate = Callable[[domain.Hypervisor], bool]
 
 @strawberry.input(description="An amount of one resource a workload asks for.")
 class ResourceRequest:
-    resource: str = strawberry.field(description="Resource key: cpu, memory, DISK_GB, ...")
+    resource: ResourceName = strawberry.field(description="Resource key: cpu, memory, DISK_GB, ...")
     amount: Quantity = strawberry.field(
-        description='Amount in base units (cores, bytes), e.g. "4" or "16Gi".'
+        description='Amount in base units (cores, bytes), e.g. "4" or "16Gi"; never negative. '
+        "An amount below Placement's min_unit (1 core, 1 MiB, 1 unit), 0 for one, fits nowhere."
     )
 
 
@@ -43,7 +44,7 @@ class HypervisorFilter:
         default=None, description="Member of this aggregate (name or UUID, any source)."
     )
     trait: str | None = strawberry.field(default=None, description="Has this trait (any source).")
-    label_selector: str | None = strawberry.field(
+    label_selector: LabelSelector | None = strawberry.field(
         default=None, description='Kubernetes label selector, e.g. "a=b,c in (d,e),!f".'
     )
     ready: bool | None = strawberry.field(default=None, description="Ready condition is True.")
@@ -51,7 +52,7 @@ class HypervisorFilter:
         default=None,
         description='spec.maintenance is one of these; "" matches hosts not in maintenance.',
     )
-    consumer: str | None = strawberry.field(
+    consumer: UUID | None = strawberry.field(
         default=None, description="This consumer UUID is booked on it."
     )
     project_id: str | None = strawberry.field(
@@ -112,9 +113,10 @@ class HypervisorOrder:
     field: HypervisorOrderField = strawberry.field(
         default=HypervisorOrderField.NAME, description="Sort key."
     )
-    resource: str | None = strawberry.field(
+    resource: ResourceName | None = strawberry.field(
         default=None,
-        description="Resource for AVAILABLE, FREE, BOOKED, CAPACITY, UTILIZATION (e.g. cpu).",
+        description="Resource for AVAILABLE, FREE, BOOKED, CAPACITY, UTILIZATION (e.g. cpu); "
+        "without it they fail with code ORDER_NEEDS_RESOURCE.",
     )
     direction: OrderDirection = strawberry.field(
         default=OrderDirection.ASC, description="ASC or DESC."
@@ -159,12 +161,8 @@ def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:
         yield lambda h: any(aggregate in (a.name, a.uuid) for a in h.aggregates)
     if (trait := where.trait) is not None:
         yield lambda h: any(t.name == trait for t in h.traits)
-    if where.label_selector is not None:
-        try:
-            matches = parse_selector(where.label_selector)
-        except SelectorError as error:
-            raise GraphQLError(str(error)) from error
-        yield lambda h: matches(h.labels)
+    if (selector := where.label_selector) is not None:
+        yield lambda h: selector.matches(h.labels)
     if where.maintenance is not None:
         modes = {m or None for m in where.maintenance}
         yield lambda h: h.maintenance in modes
@@ -186,8 +184,6 @@ def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:
 def _request(requests: Sequence[ResourceRequest]) -> dict[str, Decimal]:
     total: dict[str, Decimal] = {}
     for r in requests:
-        if r.amount <= 0:
-            raise GraphQLError(f"canFit amount for {r.resource} must be positive")
         total[r.resource] = total.get(r.resource, Decimal(0)) + r.amount
     return total
 
@@ -208,7 +204,10 @@ def order_keys(
             (0, Decimal(0), _descending_name(h.name) if descending else h.name) for h in hypervisors
         ]
     if not order.resource:
-        raise GraphQLError(f"orderBy {order.field.value} needs a resource, e.g. cpu")
+        raise GraphQLError(
+            f"orderBy {order.field.value} needs a resource, e.g. cpu",
+            extensions={"code": "ORDER_NEEDS_RESOURCE"},
+        )
     value = _VALUES[order.field]
     keys = []
     for h in hypervisors:
@@ -233,17 +232,17 @@ _VALUES: dict[HypervisorOrderField, Callable[[domain.ResourceCapacity], Decimal 
 }
 
 
-def cursor_key(key: Key) -> tuple[Any, ...]:
+def position(key: Key) -> Position:
+    """The position a cursor carries for ``key``: the name as it is, also for NAME DESC."""
     flag, value, name = key
-    return (flag, str(value), list(name) if isinstance(name, tuple) else name)
+    if isinstance(name, tuple):
+        name = "".join(chr(-c) for c in name[:-1])
+    return Position(flag, value, name)
 
 
-def parse_key(parts: list[Any]) -> Key:
-    flag, value, name = parts
-    try:
-        number = Decimal(value)
-    except (decimal.InvalidOperation, TypeError) as error:
-        raise ValueError(value) from error
-    if not isinstance(flag, int) or not isinstance(name, (str, list)):
-        raise ValueError(parts)
-    return (flag, number, tuple(name) if isinstance(name, list) else name)
+def position_key(order: HypervisorOrder | None) -> Callable[[Position], Key]:
+    """The key of ``order`` at a cursor's position: any position is one (domain of keys)."""
+    order = order or HypervisorOrder()
+    if order.field is HypervisorOrderField.NAME and order.direction is OrderDirection.DESC:
+        return lambda p: (p.rank, p.value, _descending_name(p.name))
+    return lambda p: p

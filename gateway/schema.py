@@ -9,7 +9,6 @@ from decimal import Decimal
 from typing import Annotated
 
 import strawberry
-from graphql import GraphQLError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
@@ -21,17 +20,17 @@ from gateway.filters import (
     HypervisorOrder,
     ResourceRequest,
     apply_filter,
-    cursor_key,
     order_keys,
-    parse_key,
+    position,
+    position_key,
 )
 from gateway.nodes import Consumer, ConsumerRecord, Hypervisor, consumer_view
-from gateway.pagination import Connection, paginate
-from gateway.quantity import QuantityError, format_quantity, parse_quantity
+from gateway.pagination import Connection, Cursor, Position, paginate
+from gateway.scalars import SCALARS, UUID
 from gateway.source import SyncStatus as SyncStatusRecord
 from gateway.subscriptions import Subscription
 from gateway.totals import FleetGroup, FleetGrouping, fleet_groups
-from gateway.types import QUANTITY_DESCRIPTION, CapacityView, PlacementProvider, Quantity
+from gateway.types import CapacityView, PlacementProvider
 
 __all__ = ["LIVE_FIELDS", "LOOKUP_FIELDS", "build_schema", "schema", "sdl"]
 
@@ -50,12 +49,16 @@ FilterArg = Annotated[
 FirstArg = Annotated[
     int | None,
     strawberry.argument(
-        description="Page size. Default: all remaining, up to the server's page size limit "
-        "(10000 unless configured); pageInfo.hasNextPage tells whether more follow."
+        description="Page size, 0 to the server's page size limit (10000 unless configured; "
+        "outside that range the field fails with code BAD_PAGE_SIZE). Default: all "
+        "remaining, up to that limit; pageInfo.hasNextPage tells whether more follow."
     ),
 ]
 AfterArg = Annotated[
-    str | None, strawberry.argument(description="Start after this cursor (an endCursor).")
+    Cursor | None,
+    strawberry.argument(
+        description="Start after this cursor (an endCursor); past the end, the page is empty."
+    ),
 ]
 
 
@@ -93,6 +96,9 @@ class SyncStatus:
     )
     def seconds_since_confirmed(self, root: strawberry.Parent[SyncStatusRecord]) -> float | None:
         return root.seconds_since_confirmed()
+
+
+_ZERO = Decimal(0)
 
 
 def _timestamp(epoch: float | None) -> str | None:
@@ -158,8 +164,8 @@ class Query:
             [k for k, _ in ranked],
             first,
             after,
-            cursor_key,
-            parse_key,
+            position,
+            position_key(order_by),
             info.context.max_page_size,
         )
 
@@ -167,7 +173,7 @@ class Query:
     def consumer(
         self,
         info: Info[Context, None],
-        uuid: Annotated[str, strawberry.argument(description="Consumer UUID (any case).")],
+        uuid: Annotated[UUID, strawberry.argument(description="Consumer UUID (any case).")],
     ) -> Consumer | None:
         return consumer_view(info.context, uuid)  # type: ignore[return-value]
 
@@ -189,10 +195,10 @@ class Query:
             records = [r for r in records if _consumer_matches(r, filter)]
         return paginate(
             records,
-            [(r.uuid,) for r in records],
+            [Position(0, _ZERO, r.uuid) for r in records],
             first,
             after,
-            tuple,
+            Position._make,
             tuple,
             info.context.max_page_size,
         )
@@ -255,7 +261,7 @@ class Query:
     def placement_provider(
         self,
         info: Info[Context, None],
-        uuid: Annotated[str, strawberry.argument(description="Resource provider UUID.")],
+        uuid: Annotated[UUID, strawberry.argument(description="Resource provider UUID.")],
     ) -> PlacementProvider | None:
         wanted = uuid.lower()
         for h in info.context.snapshot.ordered:
@@ -268,19 +274,6 @@ class Query:
         return info.context.status  # type: ignore[return-value]
 
 
-def _serialize(value: Decimal) -> str:
-    return format_quantity(value)
-
-
-def _parse(value: object) -> Decimal:
-    if not isinstance(value, (str, int)) or isinstance(value, bool):
-        raise GraphQLError(f"Quantity must be a string (or an integer), got {value!r}")
-    try:
-        return parse_quantity(value)
-    except QuantityError as error:
-        raise GraphQLError(str(error)) from error
-
-
 #: Per-host lookups whose resolvers read the parent with String arguments only.
 DIRECT_LOOKUPS = (("Hypervisor", "resource"), ("Hypervisor", "label"))
 
@@ -291,16 +284,7 @@ def build_schema() -> strawberry.Schema:
     built = strawberry.Schema(
         query=Query,
         subscription=Subscription,
-        config=StrawberryConfig(
-            scalar_map={
-                Quantity: strawberry.scalar(
-                    name="Quantity",
-                    description=QUANTITY_DESCRIPTION,
-                    serialize=_serialize,
-                    parse_value=_parse,
-                )
-            }
-        ),
+        config=StrawberryConfig(scalar_map=SCALARS),
     )
     shortcut_resolvers(built, DIRECT_LOOKUPS)
     return built

@@ -88,7 +88,7 @@ def _counter(request: Mapping[str, Decimal], view: View) -> Callable[[Hypervisor
             admitted = capacity.admits(resource, amount, known)
             if known is None or admitted is None:
                 return HostSlots(hypervisor, None, None)
-            if not admitted:  # also every negative figure: the amount is positive
+            if not admitted:  # below min_unit, or every negative figure
                 counts = None
             elif counts is not None:
                 counts.append(CONTEXT.divide_int(known, amount))
@@ -109,8 +109,8 @@ def slot_groups(
     if not request:
         raise ValueError("a request needs at least one resource")
     for name, amount in request.items():
-        if amount <= 0:
-            raise ValueError(f"the amount of {name} must be positive, got {amount}")
+        if amount < 0:
+            raise ValueError(f"the amount of {name} must not be negative, got {amount}")
     count = _counter(request, view)
     return [
         SlotGroup(key, flavor, request, view, tuple(count(h) for h in hosts))

@@ -12,6 +12,7 @@ from gateway import domain, fleet
 from gateway.context import Context
 from gateway.filters import HypervisorFilter, compile_filter
 from gateway.nodes import Consumer, Hypervisor, consumer_view
+from gateway.scalars import UUID
 from gateway.store import ChangeType as StoreChangeType
 from gateway.store import Snapshot
 from gateway.totals import FleetGroup, FleetGrouping, fleet_groups
@@ -65,7 +66,7 @@ class Subscription:
     async def consumer_changed(
         self,
         info: Info[Context, None],
-        uuid: Annotated[str, strawberry.argument(description="Consumer UUID (any case).")],
+        uuid: Annotated[UUID, strawberry.argument(description="Consumer UUID (any case).")],
     ) -> AsyncGenerator[Consumer | None, None]:
         wanted = uuid.lower()
         yield consumer_view(info.context, wanted)  # type: ignore[misc]

@@ -144,7 +144,7 @@ async def test_bookings_union_and_drift(client: httpx.AsyncClient) -> None:
 async def test_consumer_across_hypervisors(client: httpx.AsyncClient) -> None:
     data = await query(
         client,
-        """query($u: String!) { consumer(uuid: $u) {
+        """query($u: UUID!) { consumer(uuid: $u) {
         uuid migrating projectId hypervisors { name }
         bookings { hypervisor { name } resources { name amount } } } }""",
         u=fleet.C3.upper(),
@@ -180,7 +180,7 @@ async def test_consumers_connection_and_filters(client: httpx.AsyncClient) -> No
     assert [n["uuid"] for n in data["p1"]["nodes"]] == [fleet.C1, fleet.C3]
     rest = await query(
         client,
-        "query($a: String) { consumers(after: $a) { nodes { uuid } } }",
+        "query($a: Cursor) { consumers(after: $a) { nodes { uuid } } }",
         a=data["page"]["pageInfo"]["endCursor"],
     )
     assert [n["uuid"] for n in rest["consumers"]["nodes"]] == [fleet.C3, fleet.C4, fleet.C5]
@@ -284,7 +284,7 @@ async def test_cursor_pagination_walks_every_host_once(client: httpx.AsyncClient
     while True:
         data = await query(
             client,
-            """query($a: String) {
+            """query($a: Cursor) {
             hypervisors(first: 1, after: $a, orderBy: {field: FREE, resource: "memory", direction: DESC}) {
               totalCount pageInfo { hasNextPage endCursor } edges { cursor node { name } } } }""",
             a=after,
@@ -408,7 +408,7 @@ async def test_cursor_pagination_over_unknown_figures(
     while True:
         data = await query(
             client,
-            """query($a: String, $o: HypervisorOrder) { hypervisors(first: 1, after: $a, orderBy: $o) {
+            """query($a: Cursor, $o: HypervisorOrder) { hypervisors(first: 1, after: $a, orderBy: $o) {
               pageInfo { hasNextPage endCursor } nodes { name } } }""",
             a=after,
             o=order,
@@ -551,27 +551,111 @@ async def test_bad_objects_are_warned_about_and_skipped() -> None:
 @pytest.mark.parametrize(
     ("document", "message"),
     [
-        ('{ hypervisors(after: "!!") { totalCount } }', "invalid cursor"),
+        ('{ hypervisors(after: "!!") { totalCount } }', "not a cursor's encoding"),
+        # the schemathesis findings: an empty cursor, a selector that does not parse
+        ('{ hypervisors(first: 0, after: "") { totalCount } }', "invalid cursor ''"),
+        ('{ consumers(after: "") { totalCount } }', "invalid cursor ''"),
+        ('{ fleetCapacity(filter: {labelSelector: "<garbage>"}) { key } }', "label selector"),
         ('{ hypervisors(filter: {labelSelector: "a in (b"}) { totalCount } }', "unbalanced"),
+        ('{ hypervisors(after: "WzAsIjEiXQ==") { totalCount } }', "not a position"),
         (
             '{ hypervisors(filter: {canFit: [{resource: "cpu", amount: "1 Gi"}]}) { totalCount } }',
             "invalid quantity",
         ),
         (
-            '{ hypervisors(filter: {canFit: [{resource: "cpu", amount: "0"}]}) { totalCount } }',
-            "must be positive",
+            '{ hypervisors(filter: {canFit: [{resource: "cpu", amount: "-1"}]}) { totalCount } }',
+            "never negative",
         ),
-        ("{ hypervisors(orderBy: {field: FREE}) { totalCount } }", "needs a resource"),
-        ("{ hypervisors(first: -1) { totalCount } }", "must not be negative"),
+        (
+            '{ hypervisors(filter: {canFit: [{resource: "c p u", amount: "1"}]}) { totalCount } }',
+            "invalid resource name",
+        ),
+        ('{ consumer(uuid: "6f1c2a9e") { uuid } }', "invalid UUID"),
+        ('{ placementProvider(uuid: "") { name } }', "invalid UUID"),
+        ('{ hypervisors(filter: {consumer: "x"}) { totalCount } }', "invalid UUID"),
     ],
 )
-async def test_bad_arguments_get_clear_errors(
+async def test_arguments_of_a_wrong_shape_are_refused_in_validation(
     client: httpx.AsyncClient, document: str, message: str
 ) -> None:
+    """400 under the GraphQL media type, no data: no resolver ran on them."""
+    response = await client.post(
+        "/graphql",
+        json={"query": document},
+        headers={"accept": "application/graphql-response+json"},
+    )
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert "data" not in body
+    assert message in body["errors"][0]["message"], body
+    assert "path" not in body["errors"][0]
+
+
+async def test_variables_of_a_wrong_shape_are_refused_before_execution(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.post(
+        "/graphql",
+        json={
+            "query": "query($a: Cursor, $u: UUID!) { consumers(after: $a) { totalCount } "
+            "consumer(uuid: $u) { uuid } }",
+            "variables": {"a": "", "u": "not-a-uuid"},
+        },
+        headers={"accept": "application/graphql-response+json"},
+    )
+    assert response.status_code == 400
+    messages = [e["message"] for e in response.json()["errors"]]
+    assert any("invalid cursor ''" in m for m in messages), messages
+    assert any("invalid UUID 'not-a-uuid'" in m for m in messages), messages
+
+
+@pytest.mark.parametrize(
+    ("document", "code"),
+    [
+        ("{ hypervisors(orderBy: {field: FREE}) { totalCount } }", "ORDER_NEEDS_RESOURCE"),
+        ("{ hypervisors(first: -1) { totalCount } }", "BAD_PAGE_SIZE"),
+        ("{ consumers(first: 10001) { totalCount } }", "BAD_PAGE_SIZE"),
+    ],
+)
+async def test_rules_graphql_types_cannot_state_fail_with_a_code(
+    client: httpx.AsyncClient, document: str, code: str
+) -> None:
     response = await client.post("/graphql", json={"query": document})
-    assert response.status_code == 200
     errors = response.json()["errors"]
-    assert message in errors[0]["message"], errors
+    assert errors[0]["extensions"] == {"code": code}, errors
+
+
+async def test_a_well_formed_cursor_past_the_end_or_of_another_list_is_an_empty_page(
+    client: httpx.AsyncClient,
+) -> None:
+    data = await query(
+        client,
+        """{ all: hypervisors { totalCount pageInfo { endCursor } }
+        consumers(first: 1) { pageInfo { endCursor } } }""",
+    )
+    end, consumer = data["all"]["pageInfo"]["endCursor"], data["consumers"]["pageInfo"]["endCursor"]
+    data = await query(
+        client,
+        """query($end: Cursor, $c: Cursor) {
+        past: hypervisors(after: $end) { totalCount nodes { name } pageInfo { hasNextPage } }
+        foreign: hypervisors(after: $c, orderBy: {field: FREE, resource: "cpu"}) { totalCount }
+        desc: hypervisors(after: $end, orderBy: {direction: DESC}, first: 1) { nodes { name } } }""",
+        end=end,
+        c=consumer,
+    )
+    assert data["past"] == {"totalCount": 4, "nodes": [], "pageInfo": {"hasNextPage": False}}
+    assert data["foreign"]["totalCount"] == 4
+    # In descending name order the last name's cursor is the first position: the rest follow.
+    assert len(data["desc"]["nodes"]) == 1
+
+
+async def test_a_zero_amount_fits_nowhere(client: httpx.AsyncClient) -> None:
+    """Below Placement's min_unit: no host admits it (it used to be an error)."""
+    data = await query(
+        client,
+        '{ hypervisors(filter: {canFit: [{resource: "cpu", amount: "0"}]}) { totalCount } }',
+    )
+    assert data["hypervisors"]["totalCount"] == 0
 
 
 async def test_fleet_total_over_no_hosts_is_one_empty_group(client: httpx.AsyncClient) -> None:

@@ -237,7 +237,7 @@ def test_consumer_search(page: Any, gateway: Gateway) -> None:
     page.click("#consumer-form button")
     result = page.wait_for_selector(f'.consumer[data-uuid="{fleet.C3}"]')
     data = gateway.query(
-        "query($u: String!) { consumer(uuid: $u) { bookings { hypervisor { name } } } }", u=fleet.C3
+        "query($u: UUID!) { consumer(uuid: $u) { bookings { hypervisor { name } } } }", u=fleet.C3
     )
     hosts = [b["hypervisor"]["name"] for b in data["consumer"]["bookings"]]
     assert hosts == ["node-a", "node-b"]

@@ -9,8 +9,7 @@ import pytest
 import strawberry
 from graphql import ExecutionResult, GraphQLSchema, execute, parse
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from hypothesis_graphql import from_schema, nodes
+from hypothesis_graphql import from_schema
 from strawberry.schema.config import StrawberryConfig
 
 from gateway.context import Context
@@ -20,7 +19,7 @@ from gateway.flavors import load_catalog
 from gateway.schema import schema, sdl
 from gateway.source import SyncStatus
 from gateway.store import Store
-from tests import fleet
+from tests import fleet, scalars
 
 
 def both(
@@ -104,7 +103,7 @@ def test_lookup_arguments_from_variables_and_aliases() -> None:
 @given(
     query=from_schema(
         sdl(),
-        custom_scalars={"Quantity": st.sampled_from(["1", "2Gi", "500m", "x"]).map(nodes.String)},
+        custom_scalars=scalars.strategies(),
         fields=["hypervisors", "hypervisor", "consumers", "fleetCapacity", "slots", "flavors"],
     )
 )

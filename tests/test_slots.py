@@ -123,10 +123,16 @@ def test_a_full_group_has_zero_slots_not_unknown() -> None:
     ("request_", "message"),
     [
         ({}, "at least one resource"),
-        ({"cpu": Decimal(0)}, "cpu must be positive"),
-        ({"cpu": Decimal(-1)}, "cpu must be positive"),
+        ({"cpu": Decimal(-1)}, "cpu must not be negative"),
     ],
 )
 def test_bad_requests(request_: dict[str, Decimal], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         slots.slot_groups([TRACKED], request_, Grouping.NONE)
+
+
+def test_an_amount_below_min_unit_gives_no_slots() -> None:
+    """0 cores, or half a MiB, is below Placement's min_unit: it fits nowhere."""
+    for request_ in ({"cpu": Decimal(0)}, {"memory": Decimal(2**19)}):
+        (group,) = slots.slot_groups([TRACKED], request_, Grouping.NONE)
+        assert (group.slots, group.hosts_with_room) == (0, 0)

@@ -129,7 +129,7 @@ async def test_consumer_changed(server: tuple[str, Store]) -> None:
     async for client in connect(address, TRANSPORT_WS):
         await client.subscribe(
             "c",
-            """subscription($u: String!) { consumerChanged(uuid: $u) {
+            """subscription($u: UUID!) { consumerChanged(uuid: $u) {
             migrating hypervisors { name } } }""",
             u=fleet.C3,
         )
@@ -202,6 +202,8 @@ async def test_fleet_capacity_follows_a_host_into_tracking(server: tuple[str, St
             "free": "124",
             "available": "124",
         }
+
+
 async def test_live_totals_are_computed_once_for_all_their_subscribers(
     server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -252,7 +254,7 @@ async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, 
     # The server is fine and serves a new subscriber from the current state.
     async for client in connect(address, TRANSPORT_WS):
         await client.subscribe(
-            "c", "subscription($u: String!) { consumerChanged(uuid: $u) { uuid } }", u=fleet.C1
+            "c", "subscription($u: UUID!) { consumerChanged(uuid: $u) { uuid } }", u=fleet.C1
         )
         assert await client.next() == {"consumerChanged": {"uuid": fleet.C1}}
 

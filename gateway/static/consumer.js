@@ -5,7 +5,7 @@ import { h } from "./dom.js";
 import { query } from "./graphql.js";
 import { formatAmount } from "./format.js";
 
-const CONSUMER = `query Consumer($uuid: String!) { consumer(uuid: $uuid) {
+const CONSUMER = `query Consumer($uuid: UUID!) { consumer(uuid: $uuid) {
   uuid migrating projectId consumerType
   bookings { hypervisor { name } resources { name amount } } } }`;
 
