@@ -1,0 +1,139 @@
+"""Schemathesis hooks for the gateway: ``SCHEMATHESIS_HOOKS=tests.fuzz_hooks st run URL/graphql``.
+
+Two things a GraphQL schema cannot tell a generator, and these hooks do:
+
+- what values of the custom scalars look like (:mod:`tests.scalars`), without
+  which schemathesis skips every argument of one;
+- the rules beyond types that the schema's descriptions document, each refused
+  with its own ``extensions.code`` (tests/test_api.py and tests/test_catalog.py
+  check those answers): ``first`` from 0 to the page size limit (BAD_PAGE_SIZE),
+  an ordering by a figure names its resource (ORDER_NEEDS_RESOURCE), and
+  ``slots`` asks for exactly one of a non-empty request, each resource once, and
+  a catalog flavor (BAD_SLOTS_REQUEST, UNKNOWN_FLAVOR). The hooks bend a
+  generated query to follow them rather than drop it, so all else about it is
+  still tested.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import graphql
+import schemathesis
+from graphql import (
+    ArgumentNode,
+    FieldNode,
+    IntValueNode,
+    ListValueNode,
+    NameNode,
+    ObjectFieldNode,
+    ObjectValueNode,
+    StringValueNode,
+)
+
+from gateway.flavors import load_catalog
+from gateway.settings import Settings
+from tests import scalars
+
+for _name, _strategy in scalars.strategies().items():
+    schemathesis.graphql.scalar(_name, _strategy)
+
+MAX_PAGE = Settings().max_page_size
+FLAVORS = [f.name for f in load_catalog(None).flavors]
+ORDERED_BY_FIGURE = {"AVAILABLE", "FREE", "BOOKED", "CAPACITY", "UTILIZATION"}
+
+
+def _argument(name: str, value: graphql.ValueNode) -> ArgumentNode:
+    return ArgumentNode(name=NameNode(value=name), value=value)
+
+
+class _Documented(graphql.Visitor):
+    """Rewrites a value that breaks a documented rule into one that keeps it."""
+
+    def enter_argument(self, node: ArgumentNode, *_: Any) -> Any:
+        value = node.value
+        if node.name.value == "first" and isinstance(value, IntValueNode) and _int32(value):
+            first = min(max(int(value.value), 0), MAX_PAGE)
+            return _argument("first", IntValueNode(value=str(first)))
+        if node.name.value == "flavor" and isinstance(value, StringValueNode):
+            flavor = FLAVORS[len(value.value) % len(FLAVORS)]
+            return _argument("flavor", StringValueNode(value=flavor))
+        return None
+
+    def enter_object_value(self, node: ObjectValueNode, *_: Any) -> Any:
+        fields = {f.name.value: f.value for f in node.fields}
+        field, resource = fields.get("field"), fields.get("resource")
+        if getattr(field, "value", None) in ORDERED_BY_FIGURE and not isinstance(
+            resource, StringValueNode
+        ):
+            cpu = ObjectFieldNode(
+                name=NameNode(value="resource"), value=StringValueNode(value="cpu")
+            )
+            others = tuple(f for f in node.fields if f.name.value != "resource")
+            return ObjectValueNode(fields=(*others, cpu))
+        return None
+
+
+def _int32(value: IntValueNode) -> bool:
+    return -(2**31) <= int(value.value) < 2**31
+
+
+def _one_size(field: FieldNode) -> FieldNode:
+    """``Query.slots`` with its request if that is a good one, else with a catalog flavor."""
+    given = {a.name.value: a for a in field.arguments}
+    arguments = [a for name, a in given.items() if name not in ("request", "flavor")]
+    request = given.get("request")
+    if request is not None and _good_request(request.value):
+        arguments.append(request)
+    else:
+        arguments.append(_argument("flavor", StringValueNode(value=FLAVORS[0])))
+    return FieldNode(
+        alias=field.alias,
+        name=field.name,
+        arguments=tuple(arguments),
+        directives=field.directives,
+        selection_set=field.selection_set,
+    )
+
+
+def _good_request(value: graphql.ValueNode) -> bool:
+    if not isinstance(value, ListValueNode) or not value.values:
+        return False
+    names = [
+        f.value.value
+        for item in value.values
+        if isinstance(item, ObjectValueNode)
+        for f in item.fields
+        if f.name.value == "resource" and isinstance(f.value, StringValueNode)
+    ]
+    return len(names) == len(set(names)) == len(value.values)
+
+
+def documented(document: graphql.DocumentNode) -> graphql.DocumentNode:
+    """``document`` with every argument following the rules the descriptions document."""
+    document = graphql.visit(document, _Documented())
+    definitions = []
+    for definition in document.definitions:
+        if isinstance(definition, graphql.OperationDefinitionNode):
+            selections = tuple(
+                _one_size(s) if isinstance(s, FieldNode) and s.name.value == "slots" else s
+                for s in definition.selection_set.selections
+            )
+            selection_set = graphql.SelectionSetNode(selections=selections)
+            definition = graphql.OperationDefinitionNode(
+                operation=definition.operation,
+                name=definition.name,
+                variable_definitions=definition.variable_definitions,
+                directives=definition.directives,
+                selection_set=selection_set,
+            )
+        definitions.append(definition)
+    return graphql.DocumentNode(definitions=tuple(definitions))
+
+
+@schemathesis.hook
+def map_case(context: Any, case: Any) -> Any:
+    """Positive cases only: a negative one must stay as wrong as it was drawn."""
+    if case.meta is not None and case.meta.generation.mode.is_positive:
+        case.body = graphql.print_ast(documented(graphql.parse(case.body)))
+    return case
