@@ -83,9 +83,9 @@ def crd_reference(name: str = BOOKINGS_CRD) -> dict[str, Any] | None:
     return manifest
 
 
-def crd_schema() -> dict[str, Any] | None:
+def crd_schema(name: str = BOOKINGS_CRD) -> dict[str, Any] | None:
     """The openAPIV3Schema of the CRD's v1 version, or None without the reference."""
-    manifest = crd_reference()
+    manifest = crd_reference(name)
     if manifest is None:
         return None
     (version,) = (v for v in manifest["spec"]["versions"] if v["name"] == "v1")
