@@ -48,6 +48,15 @@ def hypervisor(
     }
 
 
+def serves_bookings(plane: ControlPlane) -> bool:
+    """Whether the plane's CRD has spec.bookings (the released one prunes them)."""
+    for doc in yaml.safe_load_all(plane.crd.read_text()):
+        (version,) = (v for v in doc["spec"]["versions"] if v["name"] == "v1")
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        return "bookings" in spec["properties"]
+    raise AssertionError(f"{plane.crd} holds no CRD")
+
+
 def consumer(uuid: str, cpu: int | str = 4, memory: str = "8Gi") -> dict[str, Any]:
     return {"consumer": {"uuid": uuid, "resources": {"cpu": cpu, "memory": memory}}}
 

@@ -202,6 +202,8 @@ async def test_fleet_capacity_follows_a_host_into_tracking(server: tuple[str, St
             "free": "124",
             "available": "124",
         }
+
+
 async def test_live_totals_are_computed_once_for_all_their_subscribers(
     server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
