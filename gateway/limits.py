@@ -49,7 +49,7 @@ class Limits:
     max_page_size: int = 10_000
     #: Estimated cost (gateway.cost): every README, dashboard and benchmark query
     #: passes at 20,000 hosts, a chain of hosts and consumers 12 deep does not.
-    max_cost: int = 5_000_000
+    max_cost: int = 1_000_000
     max_seconds: float = 10.0
     max_response_bytes: int = 64 * 1024 * 1024
     max_concurrent: int = 32

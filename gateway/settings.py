@@ -43,7 +43,7 @@ class Settings:
     max_depth: int = 15
     max_page_size: int = 10_000
     max_query_seconds: float = 10.0
-    max_query_cost: int = 5_000_000
+    max_query_cost: int = 1_000_000
     max_response_bytes: int = 64 * 1024 * 1024
     max_concurrent_queries: int = 32
 
@@ -133,7 +133,7 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_MAX_QUERY_COST",
         int,
         "estimated cost a query may have: fields times the list sizes the fleet has "
-        "(default 5000000)",
+        "(default 1000000)",
     ),
     (
         "max_response_bytes",

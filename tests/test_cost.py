@@ -144,7 +144,7 @@ async def test_refused_before_execution_over_http() -> None:
     assert "data" not in body
     [error] = body["errors"]
     assert re.fullmatch(
-        r"query cost \d+ exceeds the limit of 5000000 \(estimated from the fleet's 200 hosts .*\)",
+        r"query cost \d+ exceeds the limit of 1000000 \(estimated from the fleet's 200 hosts .*\)",
         error["message"],
     )
     assert error["extensions"] == {"code": "QUERY_TOO_COSTLY"}
