@@ -69,7 +69,10 @@ def build_source(settings: Settings) -> Source:
         from gateway.demo import DemoSource
 
         return DemoSource(
-            size=settings.demo_size, seed=settings.demo_seed, churn=settings.demo_churn
+            size=settings.demo_size,
+            seed=settings.demo_seed,
+            churn=settings.demo_churn,
+            tracked=settings.demo_tracked,
         )
     if settings.from_path:
         from gateway.files import FileSource

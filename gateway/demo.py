@@ -4,13 +4,19 @@
 CRD, that look like a real region: several zones, homogeneous building blocks,
 general-purpose and HANA hardware, overcommit, ``nova-reserved`` reservations and
 thousands of consumers. It also plants the awkward cases a user must be able to
-find: hosts without status (new), without ``spec.bookings`` (not tracked), in
-maintenance, not Ready, over-subscribed, live migrations (one UUID on two hosts,
-or a MIGRATION consumer on the source), allocation and instances that drift from
-the bookings, and one consumer booked twice on the same host (a parse warning).
+find: hosts without status (new), in maintenance (some evicted), not Ready,
+nearly full, over-subscribed, tainted, in an OS update, live migrations (one UUID
+on two hosts, or a MIGRATION consumer on the source), allocation and instances
+that drift from the bookings, and one consumer booked twice on the same host (a
+parse warning).
 
-The same ``(size, seed, bookings_per_host)`` always gives the same fleet, and the
-generator is cheap enough for benchmark fleets (20,000 hosts, 40 bookings each).
+It looks like a rollout of ``spec.bookings`` in progress: a share ``tracked`` of
+every kind of host carries bookings, the rest only the status a released
+operator writes (real clusters today: ``tracked=0``).
+
+The same ``(size, seed, bookings_per_host, tracked)`` always gives the same fleet,
+and the generator is cheap enough for benchmark fleets (20,000 hosts, 40 bookings
+each).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 
 from gateway.bulk import collector_paused
 from gateway.churn import Churn
-from gateway.demoplan import REGIONS, Fleet, GiB, Host
+from gateway.demoplan import REGIONS, TRACKED, Fleet, GiB, Host, check_tracked
 from gateway.domain import BUILDING_BLOCK_LABEL, REGION_LABEL, WORKER_GROUP_LABEL, ZONE_LABEL
 from gateway.source import SyncStatus
 from gateway.store import Store
@@ -31,21 +37,26 @@ __all__ = ["DemoSource", "generate"]
 log = logging.getLogger(__name__)
 
 _BASE_TRAITS = ("COMPUTE_NET_ATTACH_INTERFACE", "COMPUTE_VOLUME_MULTI_ATTACH")
+_OS_VERSION, _OS_UPDATE = "1877.4", "1877.5"
 
 
 def generate(
-    size: int = 200, seed: int = 0, bookings_per_host: int | None = None
+    size: int = 200,
+    seed: int = 0,
+    bookings_per_host: int | None = None,
+    tracked: float = TRACKED,
 ) -> list[dict[str, Any]]:
     """A fleet of ``size`` Hypervisor objects, the same for the same arguments.
 
     Hosts are filled to a random utilization, or, with ``bookings_per_host``, to
-    about that many consumer bookings each (benchmark fleets). Objects carry no
+    about that many consumer bookings each (benchmark fleets). A share
+    ``tracked`` (0 to 1) of the hosts carries ``spec.bookings``. Objects carry no
     ``uid`` or ``resourceVersion``: the cluster assigns those.
     """
     if size < 0:
         raise ValueError(f"a fleet cannot have {size} hypervisors")
     with collector_paused():
-        fleet = Fleet(size, seed, bookings_per_host)
+        fleet = Fleet(size, seed, bookings_per_host, tracked)
         return [_render(fleet, host) for host in fleet.hosts()]
 
 
@@ -102,6 +113,7 @@ def _spec(fleet: Fleet, host: Host) -> dict[str, Any]:
         "overcommit": {"cpu": host.cpu_ratio, "memory": 1.0},
         "reboot": False,
         "skipTests": False,
+        "version": _OS_UPDATE if host.updating else _OS_VERSION,
     }
     if host.maintenance:
         spec["maintenance"] = host.maintenance
@@ -178,6 +190,14 @@ def _status(fleet: Fleet, host: Host) -> dict[str, Any]:
         "hypervisorVersion": "9.2.0",
         "libVirtVersion": "10.10.0" if host.bb[-1] != "2" else "10.5.0",
         "capabilities": {"cpuArch": "x86_64", "cpus": hw.cores, "memory": memory_text},
+        "domainCapabilities": {
+            "arch": "x86_64",
+            "hypervisorType": "kvm",
+            "supportedDevices": ["video", "video/virtio", "hostdev/pci"],
+            "supportedCpuModes": ["host-passthrough", "host-passthrough/migratable"],
+            "supportedFeatures": ["sev"],
+        },
+        "updateStatus": {"inProgress": host.updating, "installed": _OS_VERSION, "retry": 3},
         "operatingSystem": {
             "prettyVersion": "Garden Linux 1877.4",
             "version": "1877.4",
@@ -193,6 +213,9 @@ def _status(fleet: Fleet, host: Host) -> dict[str, Any]:
     if onboarded:
         status["hypervisorId"] = fleet.uuid()
         status["serviceId"] = fleet.uuid()
+    if host.maintenance:
+        # The operator reports eviction while it empties a host for maintenance.
+        status["evicted"] = not host.consumers
     return status
 
 
@@ -243,6 +266,8 @@ def _conditions(fleet: Fleet, host: Host) -> list[dict[str, Any]]:
     elif host.role == "onboarding":
         ready = ("False", "Onboarding", "Onboarding in progress")
         onboarding = ("True", "Testing", "Running smoke tests")
+    # What the operator writes: the message is what kubectl get hv shows as Taint.
+    tainted = ("True", "Kubectl", "⚠️") if host.tainted else ("False", "NoKubectl", "🟢")
     return [
         {
             "type": kind,
@@ -255,6 +280,7 @@ def _conditions(fleet: Fleet, host: Host) -> list[dict[str, Any]]:
             ("Ready", ready),
             ("Onboarding", onboarding),
             ("LibVirtConnection", libvirt),
+            ("Tainted", tainted),
         )
     ]
 
@@ -273,18 +299,23 @@ class DemoSource:
         bookings_per_host: int | None = None,
         churn: float = 0.0,
         confirm_every: float = 10.0,
+        tracked: float = TRACKED,
     ) -> None:
         if churn < 0:
             raise ValueError(f"the churn interval must not be negative, got {churn}")
+        check_tracked(tracked)
         self.size = size
         self.seed = seed
         self.bookings_per_host = bookings_per_host
+        self.tracked = tracked
         self.churn = churn
         self.confirm_every = confirm_every
         self.status = SyncStatus(source="demo")
 
     async def run(self, store: Store) -> None:
-        objects = await asyncio.to_thread(generate, self.size, self.seed, self.bookings_per_host)
+        objects = await asyncio.to_thread(
+            generate, self.size, self.seed, self.bookings_per_host, self.tracked
+        )
         await store.replace_async(objects)
         self.status.parse_failures = len(store.rejected)
         store.mark_ready()

@@ -1,9 +1,9 @@
 """The demo fleet as planned: regions, hardware, flavors, hosts and their consumers.
 
 :class:`Fleet` makes every random choice of one synthetic fleet (sizes, fill,
-maintenance, live migrations, the awkward cases) from one seeded generator, so
-the same arguments always plan the same fleet; :mod:`gateway.demo` writes each
-planned :class:`Host` out as a Hypervisor object.
+maintenance, live migrations, the awkward cases, which hosts carry bookings) from
+seeded generators, so the same arguments always plan the same fleet;
+:mod:`gateway.demo` writes each planned :class:`Host` out as a Hypervisor object.
 """
 
 from __future__ import annotations
@@ -11,11 +11,22 @@ from __future__ import annotations
 import dataclasses
 import random
 
-__all__ = ["REGIONS", "Fleet", "GiB", "Host"]
+__all__ = ["EXAMPLE_CONSUMER", "REGIONS", "TRACKED", "Fleet", "GiB", "Host", "check_tracked"]
 
 GiB = 2**30
+#: The share of hosts that carry spec.bookings by default: a rollout in progress.
+TRACKED = 0.6
+#: The consumer the README's example looks up: the first live migration's, on two
+#: tracked hosts, so that the documented query answers on the default demo.
+EXAMPLE_CONSUMER = "6f1c2a9e-0b7d-4c35-9d6e-5a8f7e2b1c40"
 
 REGIONS = {"qa-de-1": "abcd", "qa-de-2": "ab", "qa-nl-1": "abc"}
+
+
+def check_tracked(share: float) -> None:
+    """Raise ValueError unless ``share`` is a fraction of hosts: 0 to 1, not NaN."""
+    if not 0 <= share <= 1:
+        raise ValueError(f"the tracked share (--demo-tracked) must be from 0 to 1, got {share}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -107,15 +118,26 @@ class Host:
     cpu_ratio: float
     consumers: list[_Consumer]
     reserved: tuple[int, int]
+    #: Edited by hand with kubectl (the Tainted condition is True).
+    tainted: bool = False
+    #: An operating system update is running (status.updateStatus.inProgress).
+    updating: bool = False
 
 
 class Fleet:
-    """Random choices for one fleet; every draw comes from one seeded generator."""
+    """Random choices for one fleet, from two generators seeded alike: one plans the
+    fleet, the other only chooses which hosts the bookings rollout has reached."""
 
-    def __init__(self, size: int, seed: int, bookings_per_host: int | None) -> None:
+    def __init__(
+        self, size: int, seed: int, bookings_per_host: int | None, tracked: float = TRACKED
+    ) -> None:
+        check_tracked(tracked)
         self.rng = random.Random(seed)
+        # Its own generator: the same fleet is tracked more or less, not replanned.
+        self.rollout = random.Random(f"rollout-{seed}")
         self.size = size
         self.bookings_per_host = bookings_per_host
+        self.tracked = tracked
         self.aggregate_uuids: dict[str, str] = {}
         self.projects = [self.hex32() for _ in range(40 + size // 4)]
         self.users = {
@@ -150,9 +172,6 @@ class Fleet:
             for node in range(min(self.rng.choice((8, 12, 16, 24, 32)), self.size - len(hosts))):
                 role = roles[len(hosts)]
                 maintenance = self.rng.choice(_MAINTENANCE) if role == "maintenance" else None
-                tracked = role not in ("untracked", "onboarding", "new") or (
-                    role == "new" and self.rng.random() < 0.5
-                )
                 unused = self.rng.randrange(2, 12) * GiB + self.rng.randrange(2**20) * 1024
                 hosts.append(
                     Host(
@@ -162,7 +181,7 @@ class Fleet:
                         bb=bb,
                         hardware=hardware,
                         role=role,
-                        tracked=tracked,
+                        tracked=False,
                         maintenance=maintenance,
                         memory=hardware.memory_gib * GiB - unused,
                         cpu_ratio=ratio,
@@ -171,15 +190,37 @@ class Fleet:
                     )
                 )
             bb_number += 1
+        self.roll_out(hosts)
         for host in hosts:
             self.book(host)
         self.migrate(hosts)
+        self.mark(hosts)
         return hosts
+
+    def roll_out(self, hosts: list[Host]) -> None:
+        """Track the chosen share of every role, so that each kind of host (full,
+        over-subscribed, new, ...) is found both with bookings and without."""
+        by_role: dict[str, list[Host]] = {}
+        for host in hosts:
+            by_role.setdefault(host.role, []).append(host)
+        for group in by_role.values():
+            self.rollout.shuffle(group)
+            for host in group[: round(len(group) * self.tracked)]:
+                host.tracked = True
+
+    def mark(self, hosts: list[Host]) -> None:
+        """A few hosts edited by hand (tainted) and a few in an OS update."""
+        count = round(self.size * 0.03) if self.size >= 20 else 0
+        reported = [h for h in hosts if h.role != "new"]
+        for host in self.rng.sample(reported, min(count, len(reported))):
+            host.tainted = True
+        for host in self.rng.sample(reported, min(count, len(reported))):
+            host.updating = True
 
     def roles(self) -> list[str]:
         """One role per host position; a fixed share of each, so every fleet has some."""
         shares = {"new": 0.02, "onboarding": 0.01, "maintenance": 0.03, "notready": 0.02}
-        shares |= {"oversubscribed": 0.02, "untracked": 0.12, "oldagent": 0.05}
+        shares |= {"oversubscribed": 0.04, "full": 0.05, "oldagent": 0.05}
         roles: list[str] = []
         for role, share in shares.items():
             roles += [role] * (max(1, round(self.size * share)) if self.size >= 20 else 0)
@@ -198,8 +239,13 @@ class Fleet:
         gib = (host.memory // GiB) - host.reserved[1]
         rand = self.rng.random
         if self.bookings_per_host is None:
-            # Hosts in maintenance are being emptied.
-            utilization = 0.15 * rand() if host.maintenance else 0.3 + 0.62 * rand()
+            # Hosts in maintenance are being emptied; half of them are empty (evicted).
+            if host.maintenance:
+                utilization = 0.0 if rand() < 0.5 else 0.15 * rand()
+            elif host.role == "full":
+                utilization = 0.95 + 0.05 * rand()
+            else:
+                utilization = 0.3 + 0.62 * rand()
             cpu_left, gib_left, count = int(cpu * utilization), int(gib * utilization), 10**9
         else:
             cpu_left, gib_left = cpu, gib
@@ -218,9 +264,12 @@ class Fleet:
             cpu -= flavor.vcpus
             host.consumers.append(self.consumer(flavor, projects))
         if host.role == "oversubscribed":
-            while cpu >= 0:
+            # Beyond what the host admits with its reservation or without (the
+            # capacity of an untracked host), and every one of them runs.
+            while cpu >= -host.reserved[0] * host.cpu_ratio:
                 cpu -= _OVERBOOKING.vcpus
-                host.consumers.append(self.consumer(_OVERBOOKING, projects))
+                extra = self.consumer(_OVERBOOKING, projects)
+                host.consumers.append(dataclasses.replace(extra, domain=True, active=True))
 
     def consumer(self, flavor: _Flavor, projects: list[str]) -> _Consumer:
         rand = self.rng.random
@@ -238,13 +287,19 @@ class Fleet:
     def migrate(self, hosts: list[Host]) -> None:
         """A few live migrations: half keep one UUID on both hosts, half use MIGRATION."""
         candidates = [h for h in hosts if h.role in ("normal", "oldagent") and h.consumers]
+        # Where bookings are tracked when there are such hosts: a consumer view shows them.
+        tracked = [h for h in candidates if h.tracked]
+        candidates = tracked if len(tracked) >= 2 else candidates
         if len(candidates) < 2:
             return
+        planted = False
         for n in range(max(2, self.size // 40)):
             source, target = self.rng.sample(candidates, 2)
             moving = self.rng.choice(source.consumers)
             if moving.type != "INSTANCE" or not moving.booked:
                 continue
+            if not planted and not n % 2:
+                moving.uuid, planted = EXAMPLE_CONSUMER, True
             arriving = dataclasses.replace(moving, active=False, domain=True)
             target.consumers.append(arriving)
             if n % 2:
@@ -257,5 +312,5 @@ class Fleet:
                 source.consumers.append(migration)
         # The same consumer booked twice on one host: nothing prevents it.
         twice = self.rng.choice(candidates)
-        first = next(c for c in twice.consumers if c.booked)
+        first = next(c for c in twice.consumers if c.booked and c.uuid != EXAMPLE_CONSUMER)
         twice.consumers.append(dataclasses.replace(first, domain=False))

@@ -25,9 +25,11 @@ __all__ = [
     "Aggregate",
     "Amounts",
     "Basis",
+    "Capabilities",
     "Cell",
     "Condition",
     "ConsumerBooking",
+    "DomainCapabilities",
     "Drift",
     "Hypervisor",
     "Instance",
@@ -35,6 +37,7 @@ __all__ = [
     "ResourceCapacity",
     "Source",
     "Trait",
+    "UpdateStatus",
     "View",
     "add_amounts",
     "consumer",
@@ -197,6 +200,35 @@ class ResourceCapacity:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Capabilities:
+    """status.capabilities: the host as libvirt discovered it (not what is scheduled)."""
+
+    cpu_arch: str | None
+    cpus: Decimal | None
+    memory: Decimal | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DomainCapabilities:
+    """status.domainCapabilities: what a guest domain on this host may use."""
+
+    arch: str | None
+    hypervisor_type: str | None
+    supported_devices: tuple[str, ...]
+    supported_cpu_modes: tuple[str, ...]
+    supported_features: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UpdateStatus:
+    """status.updateStatus: the operating system update the operator runs on the host."""
+
+    in_progress: bool | None
+    installed: str | None
+    retry: int | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Drift:
     """Bookings (what Placement believes) against instances (what libvirt runs)."""
 
@@ -250,6 +282,18 @@ class Hypervisor:
     resources: Mapping[str, ResourceCapacity]
     drift: Drift | None
     warnings: tuple[str, ...]
+    # fields of the released CRD shown since issue 15
+    evicted: bool | None
+    capabilities: Capabilities | None
+    domain_capabilities: DomainCapabilities | None
+    update_status: UpdateStatus | None
+    #: The Tainted condition's message, as ``kubectl get hv`` shows it.
+    taint: str | None
+    #: The Tainted condition's status: the object was edited by hand (kubectl).
+    tainted: bool | None
+    target_version: str | None
+    skip_tests: bool | None
+    spec_hash: str | None
 
     @property
     def consumers(self) -> tuple[ConsumerBooking, ...]:

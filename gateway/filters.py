@@ -83,6 +83,14 @@ class HypervisorFilter:
     has_status: bool | None = strawberry.field(
         default=None, description="The node agent has reported a status."
     )
+    evicted: bool | None = strawberry.field(
+        default=None,
+        description="status.evicted is true; false matches every host not reported evicted.",
+    )
+    tainted: bool | None = strawberry.field(
+        default=None,
+        description="The Tainted condition is True; false matches every host not tainted.",
+    )
 
 
 @strawberry.enum(description="What to order hypervisors by.")
@@ -181,6 +189,10 @@ def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:
     for flag in ("ready", "bookings_tracked", "has_status"):
         if (wanted := getattr(where, flag)) is not None:
             yield lambda h, f=flag, w=wanted: getattr(h, f) is w  # type: ignore[misc]
+    # Unknown counts as "not": an agent that omits false (omitempty) means false.
+    for flag in ("evicted", "tainted"):
+        if (wanted := getattr(where, flag)) is not None:
+            yield lambda h, f=flag, w=wanted: (getattr(h, f) is True) is w  # type: ignore[misc]
 
 
 def _request(requests: Sequence[ResourceRequest]) -> dict[str, Decimal]:

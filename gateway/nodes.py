@@ -14,6 +14,7 @@ from strawberry.types import Info
 
 from gateway import domain
 from gateway.context import Context
+from gateway.hosttypes import DomainCapabilities, HostCapabilities, UpdateStatus
 from gateway.types import (
     Aggregate,
     Condition,
@@ -223,6 +224,40 @@ class Hypervisor:
     )
     warnings: list[str] = strawberry.field(
         description="Problems found in the object (bad quantities, duplicate consumers, ...)."
+    )
+    evicted: bool | None = strawberry.field(
+        description=(
+            "status.evicted: no instances are left on the host while it is in maintenance; "
+            "null when the status does not say."
+        )
+    )
+    taint: str | None = strawberry.field(
+        description=(
+            "The Tainted condition's message, as the Taint column of kubectl get hv shows it; "
+            "null without that condition."
+        )
+    )
+    tainted: bool | None = strawberry.field(
+        description=(
+            "The Tainted condition is True: the object was changed by hand (kubectl), so the "
+            "operator's view may be overridden. Null without that condition."
+        )
+    )
+    target_version: str | None = strawberry.field(
+        description="spec.version: the operating system version the host is to run."
+    )
+    skip_tests: bool | None = strawberry.field(description="spec.skipTests.")
+    spec_hash: str | None = strawberry.field(
+        description="status.specHash: the hash of the spec the operator last acted on."
+    )
+    capabilities: HostCapabilities | None = strawberry.field(
+        description="status.capabilities as libvirt discovered them; null when not reported."
+    )
+    domain_capabilities: DomainCapabilities | None = strawberry.field(
+        description="status.domainCapabilities; null when not reported."
+    )
+    update_status: UpdateStatus | None = strawberry.field(
+        description="status.updateStatus; null when not reported."
     )
 
     @strawberry.field(description="metadata.creationTimestamp (RFC 3339).")

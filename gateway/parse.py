@@ -31,6 +31,7 @@ from gateway.domain import (
     Source,
     Trait,
 )
+from gateway.hostfacts import capabilities, domain_capabilities, update_status
 from gateway.reader import Reader, shared_string
 
 __all__ = ["ParseError", "parse_hypervisor"]
@@ -65,6 +66,7 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     booked_uuids = _consumer_uuids(bookings)
     instances = _instances(p, status.get("instances"), booked_uuids)
     ready = next((c for c in conditions if c.type == "Ready"), None)
+    taint = next((c for c in conditions if c.type == "Tainted"), None)
     traits, aggregates = _memberships(p, spec, status)
 
     resources = capacity.compute_resources(
@@ -117,6 +119,15 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
         operating_system=_operating_system(p, status.get("operatingSystem")),
         resources=resources,
         drift=drift,
+        evicted=p.boolean(status.get("evicted"), "status.evicted"),
+        capabilities=capabilities(p, status.get("capabilities")),
+        domain_capabilities=domain_capabilities(p, status.get("domainCapabilities")),
+        update_status=update_status(p, status.get("updateStatus")),
+        taint=taint.message if taint else None,
+        tainted={"True": True, "False": False}.get(taint.status) if taint else None,
+        target_version=p.string(spec.get("version"), "spec.version"),
+        skip_tests=p.boolean(spec.get("skipTests"), "spec.skipTests"),
+        spec_hash=p.string(status.get("specHash"), "status.specHash"),
         warnings=tuple(p.warnings),
     )
 

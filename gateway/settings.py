@@ -22,6 +22,7 @@ class Settings:
     demo_size: int = 200
     demo_seed: int = 0
     demo_churn: float = 0.0
+    demo_tracked: float = 0.6
     from_path: str | None = None
     flavors: str | None = None
     kubeconfig: str | None = None
@@ -64,6 +65,12 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_DEMO_CHURN",
         float,
         "create or delete a demo instance every this many seconds (default 0: never)",
+    ),
+    (
+        "demo_tracked",
+        "GATEWAY_DEMO_TRACKED",
+        float,
+        "share of demo hosts with spec.bookings, 0 (today's clusters) to 1 (default 0.6)",
     ),
     (
         "from_path",

@@ -28,3 +28,25 @@ def test_hosts_are_named_once_placed_in_known_zones_and_consumers_are_v4_uuids()
     assert {h.zone for h in hosts} <= zones
     uuids = [c.uuid for h in hosts for c in h.consumers]
     assert uuids and all(UUID.fullmatch(u) for u in uuids)
+
+
+def test_the_rollout_tracks_a_share_of_every_role() -> None:
+    hosts = Fleet(200, 2, None, tracked=0.6).hosts()
+    roles: dict[str, list[bool]] = {}
+    for h in hosts:
+        roles.setdefault(h.role, []).append(h.tracked)
+    assert {"full", "oversubscribed", "new", "maintenance"} <= set(roles)
+    for role, tracked in roles.items():
+        assert sum(tracked) == round(0.6 * len(tracked)), role
+
+
+def test_the_rollout_does_not_replan_the_fleet() -> None:
+    def plan(share: float) -> list[tuple[str, str, str, int]]:
+        return [
+            (h.name, h.role, h.hardware.model, h.memory) for h in Fleet(80, 4, None, share).hosts()
+        ]
+
+    assert plan(0) == plan(0.5) == plan(1)
+    assert [h.tracked for h in Fleet(80, 4, None, 0.5).hosts()] == [
+        h.tracked for h in Fleet(80, 4, None, 0.5).hosts()
+    ]

@@ -13,11 +13,14 @@ from hypothesis import strategies as st
 
 from gateway.domain import (
     Aggregate,
+    Capabilities,
     ConsumerBooking,
+    DomainCapabilities,
     Hypervisor,
     ReservationBooking,
     Source,
     Trait,
+    UpdateStatus,
 )
 from gateway.parse import ParseError, parse_hypervisor
 from tests.objects import consumer, crd_schema, hypervisor, reservation, uuid_of
@@ -56,6 +59,8 @@ def full_object() -> dict[str, Any]:
                 },
             ],
             "overcommit": {"cpu": 2.0, "memory": 1.5},
+            "version": "1877.4",
+            "skipTests": True,
             "bookings": [
                 reservation("host", {"cpu": 4, "memory": "8Gi"}),
                 consumer(
@@ -107,7 +112,19 @@ def full_object() -> dict[str, Any]:
                     "message": "all good",
                     "lastTransitionTime": "2025-01-02T00:00:00Z",
                 },
+                {"type": "Tainted", "status": "True", "reason": "Kubectl", "message": "⚠️"},
             ],
+            "evicted": False,
+            "capabilities": {"cpuArch": "x86_64", "cpus": 256, "memory": "1Ti"},
+            "domainCapabilities": {
+                "arch": "x86_64",
+                "hypervisorType": "kvm",
+                "supportedDevices": ["video", "video/nvidia"],
+                "supportedCpuModes": ["host-passthrough/migratable"],
+                "supportedFeatures": ["sev"],
+            },
+            "updateStatus": {"inProgress": True, "installed": "1877.3", "retry": 2},
+            "specHash": "5e1f0c",
             "hypervisorVersion": "9.1.0",
             "libVirtVersion": "10.0.0",
             "operatingSystem": {
@@ -162,6 +179,17 @@ def test_full_object() -> None:
         "hardwareModel": "PowerEdge R760",
         "gardenLinuxFeatures": "server, khost",
     }
+    assert (h.evicted, h.taint, h.tainted, h.spec_hash) == (False, "⚠️", True, "5e1f0c")
+    assert (h.target_version, h.skip_tests) == ("1877.4", True)
+    assert h.capabilities == Capabilities(cpu_arch="x86_64", cpus=Decimal(256), memory=2**40)
+    assert h.domain_capabilities == DomainCapabilities(
+        arch="x86_64",
+        hypervisor_type="kvm",
+        supported_devices=("video", "video/nvidia"),
+        supported_cpu_modes=("host-passthrough/migratable",),
+        supported_features=("sev",),
+    )
+    assert h.update_status == UpdateStatus(in_progress=True, installed="1877.3", retry=2)
 
 
 def test_bookings() -> None:
@@ -198,7 +226,7 @@ def test_derived_resources() -> None:
 
 def test_conditions_and_readiness() -> None:
     h = parse(full_object())
-    assert [c.type for c in h.conditions] == ["Onboarding", "Ready"]
+    assert [c.type for c in h.conditions] == ["Onboarding", "Ready", "Tainted"]
     assert h.ready
     assert h.ready_reason == "Ready"
     assert h.conditions[1].message == "all good"
@@ -739,3 +767,77 @@ def test_equal_values_on_two_hosts_are_one_object() -> None:
     assert one.conditions[1].reason is two.conditions[1].reason
     assert one.aggregates[0].name is two.aggregates[0].name
     assert one.consumers[0].resources is two.consumers[0].resources
+
+
+# Fields of the operator's released CRD beside the capacity.
+
+
+def test_facts_not_reported_are_unknown() -> None:
+    h = parse(hypervisor(status={"numInstances": 0}))
+    assert (h.evicted, h.taint, h.tainted, h.spec_hash) == (None, None, None, None)
+    assert (h.capabilities, h.domain_capabilities, h.update_status) == (None, None, None)
+    assert (h.target_version, h.skip_tests) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("condition", "taint", "tainted"),
+    [
+        ({"type": "Tainted", "status": "True", "message": "⚠️"}, "⚠️", True),
+        ({"type": "Tainted", "status": "False", "message": "🟢"}, "🟢", False),
+        ({"type": "Tainted", "status": "Unknown"}, None, None),
+        ({"type": "Ready", "status": "True", "message": "⚠️"}, None, None),
+    ],
+)
+def test_taint_is_the_tainted_conditions_message(
+    condition: dict[str, Any], taint: str | None, tainted: bool | None
+) -> None:
+    h = parse(hypervisor(status={"conditions": [condition]}))
+    assert (h.taint, h.tainted) == (taint, tainted)
+
+
+def test_capabilities_are_quantities() -> None:
+    h = parse(hypervisor(status={"capabilities": {"cpus": "1500m", "memory": "4227289164Ki"}}))
+    assert h.capabilities == Capabilities(
+        cpu_arch=None, cpus=Decimal("1.5"), memory=4227289164 * 1024
+    )
+    assert h.warnings == ()
+
+
+def test_bad_capabilities_are_warned_about_and_unknown() -> None:
+    h = parse(hypervisor(status={"capabilities": {"cpuArch": 64, "cpus": "NaN", "memory": [1]}}))
+    assert h.capabilities == Capabilities(cpu_arch=None, cpus=None, memory=None)
+    assert sorted(w.split(":")[0] for w in h.warnings) == [
+        "status.capabilities.cpuArch",
+        "status.capabilities.cpus",
+        "status.capabilities.memory",
+    ]
+
+
+def test_wrongly_typed_facts_are_warned_about() -> None:
+    h = parse(
+        hypervisor(
+            spec={"version": 1877, "skipTests": "no"},
+            status={
+                "evicted": "true",
+                "specHash": 7,
+                "updateStatus": {"inProgress": 1, "installed": None, "retry": "3"},
+                "domainCapabilities": {"arch": ["x86_64"], "supportedFeatures": "sev"},
+                "capabilities": "x86_64",
+            },
+        )
+    )
+    assert (h.evicted, h.spec_hash, h.target_version, h.skip_tests) == (None, None, None, None)
+    assert h.update_status == UpdateStatus(in_progress=None, installed=None, retry=None)
+    assert h.domain_capabilities == DomainCapabilities(None, None, (), (), ())
+    assert h.capabilities == Capabilities(None, None, None)
+    assert sorted(w.split(":")[0] for w in h.warnings) == [
+        "spec.skipTests",
+        "spec.version",
+        "status.capabilities",
+        "status.domainCapabilities.arch",
+        "status.domainCapabilities.supportedFeatures",
+        "status.evicted",
+        "status.specHash",
+        "status.updateStatus.inProgress",
+        "status.updateStatus.retry",
+    ]
