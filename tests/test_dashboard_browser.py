@@ -423,6 +423,10 @@ def test_mixed_demo_shows_both_views_and_slots(page: Any, demo: Gateway) -> None
         estimate = cell.locator('[data-field="allocationSlots"]')
         assert estimate.get_attribute("data-value") == str(group["allocationSlots"])
     screenshot(page, "dashboard-mixed.png")
+    # The whole page is long (200 hosts): the two panels of the basis, on their own.
+    for panel, name in (("#zones", "zones"), ("#slots", "slots")):
+        section = page.locator(f"main > section:has({panel})")
+        section.screenshot(path=str(ARTIFACTS / f"dashboard-mixed-{name}.png"))
 
 
 def set_editor(page: Any, selector: str, text: str) -> None:

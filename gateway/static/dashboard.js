@@ -12,7 +12,7 @@ import { FLEET_GROUP_FIELDS, renderZones } from "./zones.js";
 
 const POLL_MS = 5000;
 const CONSUMER_REFRESH_MS = 2000; // at most this often while hypervisors change
-const SLOTS_REFRESH_MS = 2000; // at most this often while the totals change
+const SLOTS_REFRESH_MS = 5000; // at most this often while the totals change (as polling)
 const RETRY_MS = { first: 5000, max: 60000 };
 
 const HOSTS = `hypervisors { nodes { ${HYPERVISOR_FIELDS} } }
