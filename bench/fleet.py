@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 from kubernetes.utils import parse_quantity as _parse_quantity
 
-from scripts.controlplane import HYPERVISORS, ControlPlane
+from harness.controlplane import HYPERVISORS, ControlPlane
 
 __all__ = ["free_capacity", "list_all", "load", "resources_free", "stream_all"]
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from gateway.informer import HypervisorInformer
-from gateway.kube import load_client_config
-from gateway.store import Store
-from gateway.wire import Backoff
-from scripts.controlplane import PROJECT_CRD, ControlPlane, ControlPlaneError
+from gateway.sources.kubernetes.credentials import load_client_config
+from gateway.sources.kubernetes.informer import HypervisorInformer
+from gateway.sources.kubernetes.wire import Backoff
+from gateway.store.store import Store
+from harness.controlplane import PROJECT_CRD, ControlPlane, ControlPlaneError
 from tests.kubeapi import HypervisorAPI
 from tests.objects import BOOKINGS_CRD, RELEASED_CRD, reference_dir
 from tests.tcpproxy import TcpProxy

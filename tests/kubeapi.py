@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import yaml
 
-from gateway.parse import parse_hypervisor
-from gateway.store import Store
-from scripts.controlplane import HYPERVISORS, ControlPlane
+from gateway.domain.parse import parse_hypervisor
+from gateway.store.store import Store
+from harness.controlplane import HYPERVISORS, ControlPlane
 
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 

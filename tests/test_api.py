@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.store import Store
+from gateway.store.store import Store
 from tests import fleet
 from tests.objects import hypervisor
 from tests.support import query, serve

@@ -22,12 +22,12 @@ import websockets
 import yaml
 from kubernetes.aio.client import ApiClient
 
-from gateway.auth import Decision, KubernetesAuthorizer
-from gateway.cache import BoundedMemoryCache, ResponseCache
-from gateway.informer import HypervisorInformer
-from gateway.kube import load_client_config, reload_credentials
-from gateway.store import Store
-from scripts.controlplane import ControlPlane
+from gateway.http.auth import Decision, KubernetesAuthorizer
+from gateway.http.cache import BoundedMemoryCache, ResponseCache
+from gateway.sources.kubernetes.credentials import load_client_config, reload_credentials
+from gateway.sources.kubernetes.informer import HypervisorInformer
+from gateway.store.store import Store
+from harness.controlplane import ControlPlane
 from tests.kubeapi import CertificateUser, ExecPlugin, hypervisor
 from tests.support import run_server
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from gateway.domain import Capabilities, UpdateStatus
-from gateway.parse import parse_hypervisor
-from scripts.controlplane import HYPERVISORS, ControlPlane
+from gateway.domain.parse import parse_hypervisor
+from gateway.domain.records import Capabilities, UpdateStatus
+from harness.controlplane import HYPERVISORS, ControlPlane
 from tests.conftest import BOOKING_CLUSTERS, StartInformer
 from tests.kubeapi import (
     HypervisorAPI,

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from gateway.cli import main
-from gateway.demo import DemoSource, generate
-from gateway.demoplan import EXAMPLE_CONSUMER
-from gateway.store import Snapshot, Store
+from gateway.sources.demo.plan import EXAMPLE_CONSUMER
+from gateway.sources.demo.source import DemoSource, generate
+from gateway.store.store import Snapshot, Store
 from tests.objects import reference_dir
 
 ROOT = Path(__file__).resolve().parents[1]

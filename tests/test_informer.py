@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from gateway.informer import HypervisorInformer
-from gateway.kube import load_client_config, reload_credentials
-from gateway.store import Store
-from gateway.wire import Backoff
-from scripts.controlplane import ControlPlane
+from gateway.sources.kubernetes.credentials import load_client_config, reload_credentials
+from gateway.sources.kubernetes.informer import HypervisorInformer
+from gateway.sources.kubernetes.wire import Backoff
+from gateway.store.store import Store
+from harness.controlplane import ControlPlane
 from tests.conftest import BOOKING_CLUSTERS, StartInformer
 from tests.fakeapi import FakeHypervisorAPI, event, initial_events_end, obj
 from tests.kubeapi import (
@@ -183,7 +183,7 @@ async def test_server_that_cannot_stream_is_listed_in_pages(
     try:
         for i in range(5):
             await api.create(hypervisor(f"node-{i}"))
-        caplog.set_level("INFO", logger="gateway.informer")
+        caplog.set_level("INFO", logger="gateway.sources.kubernetes.informer")
         informer, store = await start_informer(unstreaming_cluster, page_size=2)
         await eventually(lambda: store.ready and len(store.snapshot) == 5, 10)
         assert "WatchList feature gate" in caplog.text  # the server's own refusal, logged

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.app import create_app
-from gateway.demo import generate
-from gateway.limits import Limits
-from gateway.store import Store
+from gateway.api.limits import Limits
+from gateway.http.app import create_app
+from gateway.sources.demo.source import generate
+from gateway.store.store import Store
 from tests import fleet
 from tests.support import StaticSource
 

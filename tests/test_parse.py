@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.domain import (
+from gateway.domain.parse import ParseError, parse_hypervisor
+from gateway.domain.records import (
     Aggregate,
     Capabilities,
     ConsumerBooking,
@@ -22,7 +23,6 @@ from gateway.domain import (
     Trait,
     UpdateStatus,
 )
-from gateway.parse import ParseError, parse_hypervisor
 from tests.objects import (
     RELEASED_CRD,
     consumer,

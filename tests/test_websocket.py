@@ -11,8 +11,8 @@ import httpx
 import pytest
 import websockets
 
-from gateway.demo import generate
-from gateway.limits import Limits
+from gateway.api.limits import Limits
+from gateway.sources.demo.source import generate
 from tests import fleet
 from tests.support import run_server
 from tests.test_cost import DEPTH_12

@@ -7,7 +7,14 @@ import time
 
 import pytest
 
-from gateway.wire import ApiError, Backoff, Expired, Unauthorized, raise_status, status_of
+from gateway.sources.kubernetes.wire import (
+    ApiError,
+    Backoff,
+    Expired,
+    Unauthorized,
+    raise_status,
+    status_of,
+)
 
 
 def test_backoff_grows_to_its_cap_and_resets_after_a_healthy_period() -> None:

@@ -1,0 +1,97 @@
+"""What every resolver sees: the store, the source's status, one snapshot, the flavors."""
+
+from __future__ import annotations
+
+import asyncio
+
+from starlette.websockets import WebSocket
+
+from gateway.api.budget import Budget
+from gateway.domain.flavors import NO_CATALOG, Catalog
+from gateway.store.feed import Feed
+from gateway.store.source import SyncStatus
+from gateway.store.store import Snapshot, Store
+
+__all__ = ["Context"]
+
+
+class Context:
+    """Per-request (or per-WebSocket) context.
+
+    An HTTP request pins one snapshot for its whole execution, so one response never
+    mixes two versions of the fleet. A WebSocket connection lives for hours: its
+    context follows the store, and each subscription message is executed against
+    the snapshot current when it is sent.
+    """
+
+    __slots__ = (
+        "_snapshot",
+        "budget",
+        "catalog",
+        "coalesce_interval",
+        "connection",
+        "connection_params",
+        "feed",
+        "max_page_size",
+        "status",
+        "store",
+    )
+
+    def __init__(
+        self,
+        store: Store,
+        status: SyncStatus,
+        feed: Feed,
+        *,
+        pinned: bool = True,
+        coalesce_interval: float = 1.0,
+        max_page_size: int = 10_000,
+        connection: WebSocket | None = None,
+        catalog: Catalog = NO_CATALOG,
+    ) -> None:
+        self.store = store
+        #: The flavor catalog slots can be asked for by name (empty: none loaded).
+        self.catalog = catalog
+        self.status = status
+        self.feed = feed
+        self.coalesce_interval = coalesce_interval
+        self.max_page_size = max_page_size
+        self._snapshot = store.snapshot if pinned else None
+        #: The WebSocket of a subscription connection, to cut off a reader too slow to keep up.
+        self.connection = connection
+        #: The payload of a WebSocket's connection_init (credentials live there).
+        self.connection_params: object = None
+        #: What the operation may still spend (see gateway.api.budget); None: no limit.
+        self.budget: Budget | None = None
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._snapshot or self.store.snapshot
+
+    def for_operation(self) -> Context:
+        """A context pinned to the current snapshot, for one query.
+
+        A WebSocket connection's context is shared by its operations and follows the
+        store; one query's answer must come from one snapshot and spend its own budget.
+        """
+        context = Context(
+            self.store,
+            self.status,
+            self.feed,
+            coalesce_interval=self.coalesce_interval,
+            max_page_size=self.max_page_size,
+        )
+        context.connection_params = self.connection_params
+        return context
+
+    def cut_off(self) -> None:
+        """Close the connection of a subscriber that fell too far behind (1013: try again)."""
+        if self.connection is not None:
+            connection = self.connection
+            self.connection = None
+            reason = "too slow to keep up with changes; reconnect to resume"
+            _background.add(task := asyncio.create_task(connection.close(1013, reason)))
+            task.add_done_callback(_background.discard)
+
+
+_background: set[asyncio.Task[None]] = set()
