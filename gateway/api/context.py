@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
-from starlette.websockets import WebSocket
+from collections.abc import Callable
 
 from gateway.api.budget import Budget
 from gateway.domain.flavors import NO_CATALOG, Catalog
@@ -33,6 +31,7 @@ class Context:
         "connection_params",
         "feed",
         "max_page_size",
+        "on_lag",
         "status",
         "store",
     )
@@ -46,7 +45,8 @@ class Context:
         pinned: bool = True,
         coalesce_interval: float = 1.0,
         max_page_size: int = 10_000,
-        connection: WebSocket | None = None,
+        connection: object = None,
+        on_lag: Callable[[], None] | None = None,
         catalog: Catalog = NO_CATALOG,
     ) -> None:
         self.store = store
@@ -57,8 +57,10 @@ class Context:
         self.coalesce_interval = coalesce_interval
         self.max_page_size = max_page_size
         self._snapshot = store.snapshot if pinned else None
-        #: The WebSocket of a subscription connection, to cut off a reader too slow to keep up.
+        #: The transport's handle of a subscription connection; the API never looks inside.
         self.connection = connection
+        #: Ends the connection of a subscriber too slow to keep up; the transport sets it.
+        self.on_lag = on_lag
         #: The payload of a WebSocket's connection_init (credentials live there).
         self.connection_params: object = None
         #: What the operation may still spend (see gateway.api.budget); None: no limit.
@@ -85,13 +87,7 @@ class Context:
         return context
 
     def cut_off(self) -> None:
-        """Close the connection of a subscriber that fell too far behind (1013: try again)."""
-        if self.connection is not None:
-            connection = self.connection
-            self.connection = None
-            reason = "too slow to keep up with changes; reconnect to resume"
-            _background.add(task := asyncio.create_task(connection.close(1013, reason)))
-            task.add_done_callback(_background.discard)
-
-
-_background: set[asyncio.Task[None]] = set()
+        """End a subscriber that fell too far behind, once; how is the transport's business."""
+        if self.on_lag is not None:
+            on_lag, self.on_lag = self.on_lag, None
+            on_lag()

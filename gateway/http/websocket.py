@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
@@ -266,8 +266,9 @@ class SubscriptionServer(GraphQL[Context, None]):
         verdict = await self.authorizer.check(token)
         if not verdict.allowed:
             raise ConnectionRejectionError()
-        if context.connection is not None and not isinstance(self.authorizer, AllowAll):
-            task = asyncio.create_task(self._recheck(context.connection, token))
+        connection = _connection(context)
+        if connection is not None and not isinstance(self.authorizer, AllowAll):
+            task = asyncio.create_task(self._recheck(connection, token))
             self._rechecks.add(task)
             task.add_done_callback(self._rechecks.discard)
 
@@ -292,8 +293,28 @@ class SubscriptionServer(GraphQL[Context, None]):
             coalesce_interval=self.coalesce_interval,
             max_page_size=self.limits.max_page_size,
             connection=request if live else None,
+            on_lag=_closer(request) if live else None,
             catalog=self.catalog,
         )
+
+
+def _connection(context: Context) -> WebSocket | None:
+    connection = context.connection
+    return connection if isinstance(connection, WebSocket) else None
+
+
+def _closer(connection: WebSocket) -> Callable[[], None]:
+    """Close the connection of a subscriber that fell too far behind (1013: try again)."""
+
+    def close() -> None:
+        reason = "too slow to keep up with changes; reconnect to resume"
+        _background.add(task := asyncio.create_task(connection.close(1013, reason)))
+        task.add_done_callback(_background.discard)
+
+    return close
+
+
+_background: set[asyncio.Task[None]] = set()
 
 
 def _token(context: Context) -> str | None:
@@ -302,6 +323,6 @@ def _token(context: Context) -> str | None:
         for key in ("Authorization", "authorization"):
             if isinstance(params.get(key), str):
                 return bearer_token(params[key])
-    if context.connection is not None:
-        return bearer_token(context.connection.headers.get("authorization"))
+    if (connection := _connection(context)) is not None:
+        return bearer_token(connection.headers.get("authorization"))
     return None
