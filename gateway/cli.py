@@ -159,11 +159,13 @@ def build_authorizer(settings: Settings, metrics: Metrics) -> Authorizer:
         raise StartupError(f"--auth {settings.auth_mode!r}: expected kubernetes or none")
     from kubernetes.aio.client import ApiClient
 
-    configuration = cluster_configuration(settings)
+    from gateway.sources.kubernetes.credentials import renewal
+
+    api = ApiClient(cluster_configuration(settings))
     return KubernetesAuthorizer(
-        ApiClient(configuration),
+        api,
         on_decision=metrics.auth_decision,
-        credentials=_credentials(settings, configuration),
+        credentials=renewal(api, settings.kubeconfig, settings.context),
     )
 
 

@@ -31,8 +31,6 @@ from typing import Protocol
 
 from kubernetes.aio import client as k8s
 
-from gateway.sources.kubernetes.credentials import client_certificate, present_current_certificate
-
 __all__ = [
     "AllowAll",
     "Authorizer",
@@ -103,15 +101,13 @@ class KubernetesAuthorizer:
     ) -> None:
         self.authentication = k8s.AuthenticationV1Api(api)
         self.authorization = k8s.AuthorizationV1Api(api)
-        self._api = api
-        self._presented = client_certificate(api.configuration)
         self.allowed_ttl = allowed_ttl
         self.denied_ttl = denied_ttl
         self.max_entries = max_entries
         self.on_decision = on_decision
         self._cache: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
         self._pending: dict[str, asyncio.Future[Verdict]] = {}
-        #: Loads the gateway's credentials into the client's configuration again.
+        #: Loads the gateway's credentials into the client again (token and certificate).
         self._credentials = credentials
         self.reload_interval = reload_interval
         self._reloaded_at = -reload_interval
@@ -218,7 +214,6 @@ class KubernetesAuthorizer:
             log.warning("the API server refused the gateway's credentials; loading them again")
             try:
                 await self._credentials()
-                self._presented = await present_current_certificate(self._api, self._presented)
             except Exception as error:
                 log.error("cannot load the gateway's credentials again: %s", error)
                 return False

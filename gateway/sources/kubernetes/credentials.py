@@ -9,6 +9,7 @@ error that says what was tried, not a silent fallback to ``localhost``.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kubernetes.aio import config as kube_config
@@ -20,6 +21,7 @@ __all__ = [
     "load_client_config",
     "present_current_certificate",
     "reload_credentials",
+    "renewal",
 ]
 
 DEFAULT_KUBECONFIG = Path("~/.kube/config")
@@ -108,6 +110,26 @@ async def present_current_certificate(api: ApiClient, presented: bytes) -> bytes
         api.rest_client = rest.RESTClientObject(api.configuration)
         await stale.close()
     return current
+
+
+def renewal(
+    api: ApiClient, kubeconfig: str | None = None, context: str | None = None
+) -> Callable[[], Awaitable[None]]:
+    """What loads ``api``'s credentials again when the server refuses them.
+
+    A long-lived client (the authorizer's) needs both halves: a fresh token from
+    :func:`reload_credentials` and, for a rotated certificate, a new TLS context
+    from :func:`present_current_certificate`. Its owner gets them as one callback
+    and never imports this module.
+    """
+    presented = client_certificate(api.configuration)
+
+    async def renew() -> None:
+        nonlocal presented
+        await reload_credentials(api.configuration, kubeconfig, context)
+        presented = await present_current_certificate(api, presented)
+
+    return renew
 
 
 def _default_kubeconfig() -> str | None:
