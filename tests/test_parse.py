@@ -18,8 +18,8 @@ from gateway.domain.records import (
     ConsumerBooking,
     DomainCapabilities,
     Hypervisor,
+    Origin,
     ReservationBooking,
-    Source,
     Trait,
     UpdateStatus,
 )
@@ -274,14 +274,14 @@ def test_cells_are_sorted_by_id() -> None:
 def test_traits_and_aggregates_keep_their_source() -> None:
     h = parse(full_object())
     assert h.traits == (
-        Trait("HW_CPU_X86_AVX2", Source.SPEC_GROUPS),
-        Trait("CUSTOM_A", Source.SPEC),
-        Trait("COMPUTE_STATUS_ENABLED", Source.STATUS),
+        Trait("HW_CPU_X86_AVX2", Origin.SPEC_GROUPS),
+        Trait("CUSTOM_A", Origin.SPEC),
+        Trait("COMPUTE_STATUS_ENABLED", Origin.STATUS),
     )
     assert h.aggregates == (
-        Aggregate("agg-group", AGGREGATE_UUID, {"type": "gpu"}, Source.SPEC_GROUPS),
-        Aggregate("agg-spec", None, {}, Source.SPEC),
-        Aggregate("agg-status", AGGREGATE_UUID, {}, Source.STATUS),
+        Aggregate("agg-group", AGGREGATE_UUID, {"type": "gpu"}, Origin.SPEC_GROUPS),
+        Aggregate("agg-spec", None, {}, Origin.SPEC),
+        Aggregate("agg-status", AGGREGATE_UUID, {}, Origin.STATUS),
     )
 
 
@@ -773,7 +773,7 @@ def test_bookings_that_are_not_a_list_are_not_tracked(bookings: Any) -> None:
 )
 def test_a_group_must_be_exactly_one_kind(group: Any) -> None:
     h = with_spec(groups=[group, {"trait": {"name": "KEPT"}}])
-    assert h.traits == (Trait("KEPT", Source.SPEC_GROUPS),)
+    assert h.traits == (Trait("KEPT", Origin.SPEC_GROUPS),)
     assert h.aggregates == ()
     assert h.warnings[-1] == (
         "spec.groups[0]: must set exactly one of trait or aggregate; group ignored"
@@ -787,7 +787,7 @@ def test_aggregate_without_name_is_ignored() -> None:
             status={"aggregates": [{"name": "", "uuid": AGGREGATE_UUID}, {"name": "ok"}]},
         )
     )
-    assert h.aggregates == (Aggregate("ok", None, {}, Source.STATUS),)
+    assert h.aggregates == (Aggregate("ok", None, {}, Origin.STATUS),)
     assert h.warnings == (
         "spec.groups[0].aggregate: aggregate has no name; ignored",
         "status.aggregates[0]: aggregate has no name; ignored",

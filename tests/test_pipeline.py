@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gateway.sources.kubernetes.pipeline import Batches, parsing
-from gateway.store.store import Prepared, Store
+from gateway.store.store import Batch, Store
 from tests.objects import hypervisor
 
 
@@ -32,7 +32,7 @@ class _HeldStore(Store):
         super().__init__()
         self.go = threading.Event()
 
-    def prepare(self, objects: Any, start: int = 0) -> Prepared:
+    def prepare(self, objects: Any, start: int = 0) -> Batch:
         self.go.wait(5)
         return super().prepare(objects, start)
 

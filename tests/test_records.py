@@ -10,7 +10,7 @@ import pytest
 
 from gateway.domain import records as domain
 from gateway.domain.parse import parse_hypervisor
-from gateway.domain.records import Aggregate, ConsumerBooking, Hypervisor, Source
+from gateway.domain.records import Aggregate, ConsumerBooking, Hypervisor, Origin
 from tests.objects import consumer, hypervisor, reservation, uuid_of
 
 
@@ -114,10 +114,10 @@ def test_records_are_hashable() -> None:
 
 
 def test_equal_records_with_equal_maps() -> None:
-    a = Aggregate("x", None, {"k": "v"}, Source.STATUS)
-    assert a == Aggregate("x", None, {"k": "v"}, Source.STATUS)
-    assert a != Aggregate("x", None, {"k": "w"}, Source.STATUS)
-    assert hash(a) == hash(Aggregate("x", None, {"k": "v"}, Source.STATUS))
+    a = Aggregate("x", None, {"k": "v"}, Origin.STATUS)
+    assert a == Aggregate("x", None, {"k": "v"}, Origin.STATUS)
+    assert a != Aggregate("x", None, {"k": "w"}, Origin.STATUS)
+    assert hash(a) == hash(Aggregate("x", None, {"k": "v"}, Origin.STATUS))
     booking = ConsumerBooking(uuid_of(1), {"cpu": Decimal(1)}, None, None, None, None, "h")
     assert booking != dataclasses.replace(booking, resources={"cpu": Decimal(2)})
 

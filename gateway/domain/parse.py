@@ -29,8 +29,8 @@ from gateway.domain.records import (
     Drift,
     Hypervisor,
     Instance,
+    Origin,
     ReservationBooking,
-    Source,
     Trait,
 )
 
@@ -149,31 +149,31 @@ def _memberships(
                 p.mapping(entry["trait"], f"{path}.trait").get("name"), f"{path}.trait.name"
             )
             if name:
-                traits.append(Trait(name, Source.SPEC_GROUPS))
+                traits.append(Trait(name, Origin.SPEC_GROUPS))
         else:
             aggregates.append(
-                _aggregate(p, entry["aggregate"], Source.SPEC_GROUPS, f"{path}.aggregate")
+                _aggregate(p, entry["aggregate"], Origin.SPEC_GROUPS, f"{path}.aggregate")
             )
     traits += [
-        Trait(shared_string(n), Source.SPEC)
+        Trait(shared_string(n), Origin.SPEC)
         for n in p.strings(spec.get("customTraits"), "spec.customTraits")
     ]
     traits += [
-        Trait(shared_string(n), Source.STATUS)
+        Trait(shared_string(n), Origin.STATUS)
         for n in p.strings(status.get("traits"), "status.traits")
     ]
     aggregates += [
-        Aggregate(shared_string(n), None, {}, Source.SPEC)
+        Aggregate(shared_string(n), None, {}, Origin.SPEC)
         for n in p.strings(spec.get("aggregates"), "spec.aggregates")
     ]
     aggregates += [
-        _aggregate(p, body, Source.STATUS, f"status.aggregates[{i}]")
+        _aggregate(p, body, Origin.STATUS, f"status.aggregates[{i}]")
         for i, body in enumerate(p.items(status.get("aggregates"), "status.aggregates"))
     ]
     return tuple(traits), tuple(a for a in aggregates if a is not None)
 
 
-def _aggregate(p: Reader, value: Any, source: Source, path: str) -> Aggregate | None:
+def _aggregate(p: Reader, value: Any, source: Origin, path: str) -> Aggregate | None:
     body = p.mapping(value, path)
     name = p.shared(body.get("name"), f"{path}.name")
     if not name:

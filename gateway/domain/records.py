@@ -20,7 +20,10 @@ from gateway.domain.quantity import CONTEXT
 
 __all__ = [
     "BUILDING_BLOCK_LABEL",
+    "GROUP",
+    "PLURAL",
     "REGION_LABEL",
+    "VERSION",
     "WORKER_GROUP_LABEL",
     "ZONE_LABEL",
     "Aggregate",
@@ -34,9 +37,9 @@ __all__ = [
     "Drift",
     "Hypervisor",
     "Instance",
+    "Origin",
     "ReservationBooking",
     "ResourceCapacity",
-    "Source",
     "Trait",
     "UpdateStatus",
     "View",
@@ -50,6 +53,9 @@ __all__ = [
     "sum_resources",
 ]
 
+#: The Kubernetes resource these records are read from: kvm.cloud.sap/v1 hypervisors.
+GROUP, VERSION, PLURAL = "kvm.cloud.sap", "v1", "hypervisors"
+
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
 BUILDING_BLOCK_LABEL = "kubernetes.metal.cloud.sap/bb"
@@ -61,7 +67,7 @@ WORKER_GROUP_LABEL = "worker.garden.sapcloud.io/group"
 Amounts = Mapping[str, Decimal]
 
 
-class Source(Enum):
+class Origin(Enum):
     """Where a trait or aggregate membership was declared."""
 
     SPEC_GROUPS = "spec.groups"
@@ -93,7 +99,7 @@ class View(Enum):
 @dataclasses.dataclass(frozen=True, slots=True)
 class Trait:
     name: str
-    source: Source
+    source: Origin
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,7 +107,7 @@ class Aggregate:
     name: str
     uuid: str | None
     metadata: Mapping[str, str] = dataclasses.field(hash=False)
-    source: Source
+    source: Origin
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

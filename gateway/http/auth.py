@@ -31,6 +31,8 @@ from typing import Protocol
 
 from kubernetes.aio import client as k8s
 
+from gateway.domain.records import GROUP, PLURAL
+
 __all__ = [
     "AllowAll",
     "Authorizer",
@@ -42,7 +44,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-GROUP, RESOURCE, VERB = "kvm.cloud.sap", "hypervisors", "list"
+RESOURCE, VERB = PLURAL, "list"
 
 
 class Decision(enum.Enum):

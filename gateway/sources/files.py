@@ -47,7 +47,7 @@ from typing import Any
 
 import yaml
 
-from gateway.domain.records import Hypervisor
+from gateway.domain.records import GROUP, Hypervisor
 from gateway.store.collector import collector_paused
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
@@ -62,7 +62,6 @@ __all__ = ["FileSource", "FileSourceError", "load_objects"]
 log = logging.getLogger(__name__)
 
 SUFFIXES = (".yaml", ".yml", ".json")
-GROUP = "kvm.cloud.sap"
 
 
 class FileSourceError(Exception):

@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from gateway.store.feed import Feed
 from gateway.store.source import Source, SyncStatus
-from gateway.store.store import Change, ChangeType, Snapshot, Store
+from gateway.store.store import Batch, Change, ChangeType, Snapshot, Store
 
-__all__ = ["Change", "ChangeType", "Feed", "Snapshot", "Source", "Store", "SyncStatus"]
+__all__ = ["Batch", "Change", "ChangeType", "Feed", "Snapshot", "Source", "Store", "SyncStatus"]

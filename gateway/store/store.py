@@ -29,7 +29,7 @@ from gateway.domain.records import ConsumerBooking, Hypervisor
 from gateway.store.collector import collector_paused, settle
 from gateway.store.shards import ShardedMap
 
-__all__ = ["Change", "ChangeType", "Prepared", "Snapshot", "Store"]
+__all__ = ["Batch", "Change", "ChangeType", "Snapshot", "Store"]
 
 log = logging.getLogger(__name__)
 
@@ -110,14 +110,14 @@ _SETTLE_AFTER = 1000
 
 
 @dataclasses.dataclass(slots=True)
-class Prepared:
+class Batch:
     """A parsed set of objects, ready to :meth:`Store.commit`."""
 
     hypervisors: dict[str, Hypervisor]
     rejected: dict[str, str]
     fingerprints: dict[str, str]
 
-    def absorb(self, part: Prepared) -> None:
+    def absorb(self, part: Batch) -> None:
         """Add a part prepared separately (one page of a LIST) to this set."""
         self.hypervisors.update(part.hypervisors)
         self.rejected.update(part.rejected)
@@ -188,17 +188,15 @@ class Store:
         """:meth:`replace`, parsing in a worker thread: the event loop keeps serving."""
         self.commit(await asyncio.to_thread(self.prepare, objects), resource_version)
 
-    def prepare(
-        self, objects: Iterable[Any], start: int = 0, *, versioned: bool = True
-    ) -> Prepared:
+    def prepare(self, objects: Iterable[Any], start: int = 0, *, versioned: bool = True) -> Batch:
         """Parse a complete set of objects (or a part of it) without touching the store.
 
         Safe to run in a worker thread, so that a large relist does not stall the
         event loop; :meth:`commit` then applies the result on the loop. Parts
-        (pages, numbered from ``start``) are joined with :meth:`Prepared.absorb`.
+        (pages, numbered from ``start``) are joined with :meth:`Batch.absorb`.
         """
         old = self._snapshot.by_name
-        prepared = Prepared({}, {}, {})
+        prepared = Batch({}, {}, {})
         with collector_paused():
             for position, obj in enumerate(objects, start):
                 hypervisor = self._parse(obj, old, prepared, f"#{position}", versioned=versioned)
@@ -206,7 +204,7 @@ class Store:
                     prepared.hypervisors[hypervisor.name] = hypervisor
         return prepared
 
-    def commit(self, prepared: Prepared, resource_version: str | None = None) -> None:
+    def commit(self, prepared: Batch, resource_version: str | None = None) -> None:
         """Make a prepared set the store's content, with the change events it implies."""
         old = self._snapshot.by_name
         new = prepared.hypervisors
@@ -224,7 +222,7 @@ class Store:
     def upsert(self, obj: Any, resource_version: str | None = None) -> None:
         """Add or update one object (a watch event)."""
         old = self._snapshot.by_name
-        prepared = Prepared({}, self.rejected, self._fingerprints)
+        prepared = Batch({}, self.rejected, self._fingerprints)
         hypervisor = self._parse(obj, old, prepared, "?", versioned=True)
         if hypervisor is None:
             self._commit(old, [], resource_version)
@@ -257,7 +255,7 @@ class Store:
         self,
         obj: Any,
         old: Mapping[str, Hypervisor],
-        prepared: Prepared,
+        prepared: Batch,
         where: str,
         *,
         versioned: bool,

@@ -34,6 +34,7 @@ from typing import Any
 import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration
 
+from gateway.domain.records import GROUP, PLURAL, VERSION
 from gateway.sources.kubernetes.credentials import client_certificate, present_current_certificate
 from gateway.sources.kubernetes.pipeline import parsing
 from gateway.sources.kubernetes.wire import (
@@ -50,13 +51,12 @@ from gateway.sources.kubernetes.wire import (
     status_of,
 )
 from gateway.store.source import SyncStatus
-from gateway.store.store import Prepared, Store
+from gateway.store.store import Batch, Store
 
 __all__ = ["HypervisorInformer"]
 
 log = logging.getLogger(__name__)
 
-GROUP, VERSION, PLURAL = "kvm.cloud.sap", "v1", "hypervisors"
 RESOURCE = f"{PLURAL}.{GROUP}"
 PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 #: The annotation on the bookmark that ends a stream's initial events.
@@ -202,7 +202,7 @@ class HypervisorInformer:
             prepared = await batches.finish()
             self._synced(store, prepared, str(metadata["resourceVersion"]), batches.count)
 
-    def _synced(self, store: Store, prepared: Prepared, resource_version: str, count: int) -> None:
+    def _synced(self, store: Store, prepared: Batch, resource_version: str, count: int) -> None:
         """A complete set has arrived: it becomes the store, and the watch resumes after it.
 
         Called with the collector still paused, so that the store's settle

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gateway.store.collector import collector_paused
-from gateway.store.store import Prepared, Store
+from gateway.store.store import Batch, Store
 
 __all__ = ["Batches", "parsing"]
 
@@ -31,8 +31,8 @@ class Batches:
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._prepared = Prepared({}, {}, {})
-        self._parsing: collections.deque[asyncio.Future[Prepared]] = collections.deque()
+        self._prepared = Batch({}, {}, {})
+        self._parsing: collections.deque[asyncio.Future[Batch]] = collections.deque()
         self.count = 0
 
     async def add(self, objects: list[Any]) -> None:
@@ -43,7 +43,7 @@ class Batches:
             self._parsing.append(asyncio.ensure_future(work))
             self.count += len(objects)
 
-    async def finish(self) -> Prepared:
+    async def finish(self) -> Batch:
         while self._parsing:
             self._prepared.absorb(await self._parsing.popleft())
         return self._prepared
