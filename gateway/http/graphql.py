@@ -37,7 +37,7 @@ from gateway.http.assets import graphiql_html
 from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.http.cache import ResponseCache
 from gateway.http.execution import Execution, execute_document, mask
-from gateway.http.operations import Operations, Prepared
+from gateway.http.operations import Operations, PreparedOperation
 from gateway.http.request import (
     GRAPHQL_RESPONSE,
     JSON,
@@ -129,7 +129,7 @@ class GraphQLEndpoint:
         request.state.user = verdict.user
 
     async def _run(
-        self, request: Request, prepared: Prepared, media_type: str, request_id: str
+        self, request: Request, prepared: PreparedOperation, media_type: str, request_id: str
     ) -> Answer:
         params, operation = prepared.params, prepared.operation
         request.state.operation = prepared.name

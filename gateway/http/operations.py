@@ -45,7 +45,7 @@ from gateway.http.cache import digest
 from gateway.http.request import Params, RequestError, params_of
 from gateway.store.store import Snapshot
 
-__all__ = ["MEMO_PAYLOAD_BYTES", "Operations", "Prepared"]
+__all__ = ["MEMO_PAYLOAD_BYTES", "Operations", "PreparedOperation"]
 
 #: Payloads up to this size are kept with what they decide; dashboards' are under 2 KiB.
 MEMO_PAYLOAD_BYTES = 8192
@@ -54,7 +54,7 @@ MAX_VALIDATION_ERRORS = 100
 
 
 @dataclasses.dataclass(slots=True, eq=False)
-class Prepared:
+class PreparedOperation:
     """What a request's method and payload decide, before any check of its document.
 
     One instance serves every request with the same bytes: nothing may change it
@@ -107,16 +107,16 @@ class Operations:
         self.is_lookup = functools.lru_cache(maxsize=cache_size)(self._is_lookup)
         self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
 
-    def prepare(self, method: str, payload: bytes) -> Prepared:
+    def prepare(self, method: str, payload: bytes) -> PreparedOperation:
         """What the request decides; remembered unless its payload is large."""
         if len(payload) > MEMO_PAYLOAD_BYTES:
             return self._prepare(method, payload)
         return self._remembered(method, payload)
 
-    def _prepare(self, method: str, payload: bytes) -> Prepared:
+    def _prepare(self, method: str, payload: bytes) -> PreparedOperation:
         return self.prepare_params(params_of(method, payload, self.limits.max_json_depth))
 
-    def prepare_params(self, params: Params) -> Prepared:
+    def prepare_params(self, params: Params) -> PreparedOperation:
         """What parameters decide, however they came (an HTTP payload, a WebSocket message)."""
         document = self.parse(params.query)
         operation = get_operation_ast(document, params.operation_name)
@@ -124,7 +124,7 @@ class Operations:
             name = params.operation_name
             message = f"unknown operation {name!r}" if name else "operationName is required"
             raise RequestError([GraphQLError(message)])
-        return Prepared(params, document, operation)
+        return PreparedOperation(params, document, operation)
 
     def _parse(self, query: str) -> DocumentNode:
         try:
@@ -153,7 +153,7 @@ class Operations:
             return None
         return print_ast(document)
 
-    def check_cost(self, prepared: Prepared, snapshot: Snapshot) -> None:
+    def check_cost(self, prepared: PreparedOperation, snapshot: Snapshot) -> None:
         """Refuse an operation whose estimated cost on ``snapshot`` is over the limit.
 
         Called once the document is valid, and only when it is about to run: a cached
