@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from gateway.sources.kubernetes.backoff import Backoff
 from gateway.sources.kubernetes.credentials import load_client_config
 from gateway.sources.kubernetes.informer import HypervisorInformer
-from gateway.sources.kubernetes.wire import Backoff
 from gateway.store.store import Store
 from harness.controlplane import PROJECT_CRD, ControlPlane, ControlPlaneError
 from tests.kubeapi import HypervisorAPI

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from gateway.sources.kubernetes.backoff import Backoff
 from gateway.sources.kubernetes.credentials import load_client_config, reload_credentials
 from gateway.sources.kubernetes.informer import HypervisorInformer
-from gateway.sources.kubernetes.wire import Backoff
 from gateway.store.store import Store
 from harness.controlplane import ControlPlane
 from tests.conftest import BOOKING_CLUSTERS, StartInformer

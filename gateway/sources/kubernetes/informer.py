@@ -35,21 +35,20 @@ import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration
 
 from gateway.domain.records import GROUP, PLURAL, VERSION
+from gateway.sources.kubernetes.backoff import Backoff
 from gateway.sources.kubernetes.credentials import client_certificate, present_current_certificate
-from gateway.sources.kubernetes.pipeline import parsing
-from gateway.sources.kubernetes.wire import (
+from gateway.sources.kubernetes.errors import (
     ApiError,
-    Backoff,
     Expired,
     NoStreaming,
     Unauthorized,
     describe,
-    get,
-    lines,
     raise_status,
-    read_json,
     status_of,
 )
+from gateway.sources.kubernetes.lines import lines
+from gateway.sources.kubernetes.pipeline import parsing
+from gateway.sources.kubernetes.requests import get, read_json
 from gateway.store.source import SyncStatus
 from gateway.store.store import Batch, Store
 

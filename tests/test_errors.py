@@ -1,30 +1,16 @@
-"""The API server's side of the conversation: what its errors mean, how retries space out."""
+"""What the API server's refusals mean: the errors the informer acts on."""
 
 from __future__ import annotations
 
-import itertools
-import time
-
 import pytest
 
-from gateway.sources.kubernetes.wire import (
+from gateway.sources.kubernetes.errors import (
     ApiError,
-    Backoff,
     Expired,
     Unauthorized,
     raise_status,
     status_of,
 )
-
-
-def test_backoff_grows_to_its_cap_and_resets_after_a_healthy_period() -> None:
-    backoff = Backoff(initial=0.8, cap=30.0, reset_after=0.2)
-    delays = [backoff.next_delay() for _ in range(10)]
-    assert 0.6 <= delays[0] <= 0.8
-    assert all(b > a for a, b in itertools.pairwise(delays[:6]))
-    assert 22.5 <= delays[-1] <= 30.0
-    time.sleep(0.25)
-    assert backoff.next_delay() <= 0.8
 
 
 @pytest.mark.parametrize(
