@@ -31,7 +31,7 @@ from graphql import (
     StringValueNode,
 )
 
-from gateway.flavors import load_catalog
+from gateway.domain.flavors import load_catalog
 from gateway.settings import Settings
 from tests import scalars
 

@@ -11,7 +11,7 @@ import graphql
 from hypothesis import strategies as st
 from hypothesis_graphql import nodes
 
-from gateway.pagination import Position, encode_cursor
+from gateway.api.pagination import Position, encode_cursor
 
 _NAMES = st.sampled_from(["", "node-000", "node-050", "node-199", "zz"]) | st.text(max_size=8)
 _CURSORS = st.builds(

@@ -14,8 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from gateway.demo import generate
-from gateway.flavors import load_catalog
+from gateway.domain.flavors import load_catalog
+from gateway.sources.demo.source import generate
 from tests.support import run_server
 
 ROOT = Path(__file__).resolve().parents[1]

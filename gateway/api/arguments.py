@@ -1,0 +1,145 @@
+"""The custom scalars of the API's inputs: arguments judged by their shape alone.
+
+A value that cannot be a cursor, a label selector, an amount, a UUID or a
+resource name is refused while the request is validated (literals) or its
+variables coerced, so the client gets a 400 that names the argument and no
+resolver ever runs on it. graphql-core reports what ``parse`` raises as the
+reason; only what execution can know (a cursor past the end, an unknown flavor)
+is left to the resolvers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, NewType
+
+import strawberry
+from graphql import GraphQLError
+
+from gateway.api import pagination
+from gateway.api.pagination import Cursor, CursorError
+from gateway.api.scalars import QUANTITY_DESCRIPTION, Quantity
+from gateway.domain.quantity import QuantityError, format_quantity, parse_quantity
+from gateway.domain.selector import Matcher, SelectorError, parse_selector
+
+__all__ = ["SCALARS", "UUID", "LabelSelector", "ResourceName"]
+
+UUID = NewType("UUID", str)
+ResourceName = NewType("ResourceName", str)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A label selector as given, and the predicate it compiles to."""
+
+    text: str
+    matches: Matcher
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# A Kubernetes qualified name (cpu, ephemeral-storage, nvidia.com/gpu, hugepages-2Mi)
+# or a Placement resource class (VCPU, DISK_GB, CUSTOM_FPGA_X_).
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_K8S_NAME = re.compile(
+    rf"(?=[^/]{{1,253}}/|[^/]*$)({_DNS_LABEL}(\.{_DNS_LABEL})*/)?"
+    r"(?=[^/]{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+)
+_PLACEMENT_CLASS = re.compile(r"[A-Z0-9_]{1,255}")
+
+
+def _text(value: object, scalar: str) -> str:
+    if not isinstance(value, str):
+        raise GraphQLError(f"{scalar} must be a string, got {value!r}")
+    return value
+
+
+def parse_uuid(value: object) -> str:
+    text = _text(value, "UUID")
+    if not _UUID.fullmatch(text):
+        raise GraphQLError(f"invalid UUID {text!r}: expected 8-4-4-4-12 hexadecimal digits")
+    return text.lower()
+
+
+def parse_resource_name(value: object) -> str:
+    text = _text(value, "ResourceName")
+    if not (_K8S_NAME.fullmatch(text) or _PLACEMENT_CLASS.fullmatch(text)):
+        raise GraphQLError(
+            f"invalid resource name {text!r}: expected a Kubernetes resource name (cpu, "
+            "memory, nvidia.com/gpu) or a Placement resource class (DISK_GB, CUSTOM_X)"
+        )
+    return text
+
+
+def parse_label_selector(value: object) -> LabelSelector:
+    text = _text(value, "LabelSelector")
+    try:
+        return LabelSelector(text, parse_selector(text))
+    except SelectorError as error:
+        raise GraphQLError(str(error)) from error
+
+
+def parse_amount(value: object) -> Decimal:
+    """A requested amount: a finite Kubernetes quantity, never negative."""
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise GraphQLError(f"Quantity must be a string (or an integer), got {value!r}")
+    try:
+        amount = parse_quantity(value)
+    except QuantityError as error:
+        raise GraphQLError(str(error)) from error
+    if amount < 0:
+        raise GraphQLError(f"invalid quantity {value!r}: an amount asked for is never negative")
+    return amount
+
+
+def parse_cursor(value: object) -> pagination.Position:
+    try:
+        return pagination.decode_cursor(_text(value, "Cursor"))
+    except CursorError as error:
+        raise GraphQLError(str(error)) from error
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+#: The schema's ``scalar_map``.
+SCALARS: dict[object, Any] = {
+    Quantity: strawberry.scalar(
+        name="Quantity",
+        description=QUANTITY_DESCRIPTION,
+        serialize=format_quantity,
+        parse_value=parse_amount,
+    ),
+    Cursor: strawberry.scalar(
+        name="Cursor",
+        description="An opaque position in a paged list: an edge's cursor or pageInfo's "
+        "endCursor, passed back as after. Refused in validation unless it has a cursor's "
+        "encoding; a cursor past the end gives an empty page.",
+        serialize=pagination.encode_cursor,
+        parse_value=parse_cursor,
+    ),
+    UUID: strawberry.scalar(
+        name="UUID",
+        description="A UUID in its 8-4-4-4-12 hexadecimal form, any case "
+        '("6f1c2a9e-0b7d-4c35-9d6e-5a8f7e2b1c40"); read in lower case.',
+        serialize=_same,
+        parse_value=parse_uuid,
+    ),
+    ResourceName: strawberry.scalar(
+        name="ResourceName",
+        description="A resource key: a Kubernetes resource name (cpu, memory, "
+        "ephemeral-storage, nvidia.com/gpu) or a Placement resource class (VCPU, DISK_GB, "
+        "CUSTOM_X).",
+        serialize=_same,
+        parse_value=parse_resource_name,
+    ),
+    LabelSelector: strawberry.scalar(
+        name="LabelSelector",
+        description='A Kubernetes label selector, as kubectl get -l takes it: "a=b,c in '
+        '(d,e),!f". Refused in validation unless it parses.',
+        serialize=lambda selector: selector.text,
+        parse_value=parse_label_selector,
+    ),
+}
