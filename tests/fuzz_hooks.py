@@ -2,7 +2,7 @@
 
 Two things a GraphQL schema cannot tell a generator, and these hooks do:
 
-- what values of the custom scalars look like (:mod:`tests.scalars`), without
+- what values of the custom scalars look like (:mod:`tests.scalar_values`), without
   which schemathesis skips every argument of one;
 - the rules beyond types that the schema's descriptions document, each refused
   with its own ``extensions.code`` (tests/test_api.py and tests/test_catalog.py
@@ -33,9 +33,9 @@ from graphql import (
 
 from gateway.domain.flavors import load_catalog
 from gateway.settings import Settings
-from tests import scalars
+from tests import scalar_values
 
-for _name, _strategy in scalars.strategies().items():
+for _name, _strategy in scalar_values.strategies().items():
     schemathesis.graphql.scalar(_name, _strategy)
 
 MAX_PAGE = Settings().max_page_size

@@ -19,7 +19,7 @@ from gateway.domain.flavors import load_catalog
 from gateway.sources.demo.source import generate
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
-from tests import fleet, scalars
+from tests import fleet, scalar_values
 
 
 def both(
@@ -103,7 +103,7 @@ def test_lookup_arguments_from_variables_and_aliases() -> None:
 @given(
     query=from_schema(
         sdl(),
-        custom_scalars=scalars.strategies(),
+        custom_scalars=scalar_values.strategies(),
         fields=["hypervisors", "hypervisor", "consumers", "fleetCapacity", "slots", "flavors"],
     )
 )

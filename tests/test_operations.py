@@ -88,7 +88,10 @@ def test_limits_are_checked_before_validation(operations: Operations) -> None:
     [
         (QUERY, True),
         ('{ hypervisor(name: "a") { zone cpu: resource(name: "cpu") { free } } }', True),
-        ('{ a: hypervisor(name: "a") { name } b: consumer(uuid: "u") { uuid } }', True),
+        (
+            '{ a: hypervisor(name: "a") { name } b: consumer(uuid: "6f1c2a9e-0b7d-4c35-9d6e-5a8f7e2b1c40") { uuid } }',
+            True,
+        ),
         ("{ syncStatus { relists } }", True),
         ('{ hypervisor(name: "a") { ...F } } fragment F on Hypervisor { name }', True),
         ('{ hypervisor(name: "a") { resources { name free } } }', False),
@@ -96,7 +99,10 @@ def test_limits_are_checked_before_validation(operations: Operations) -> None:
             '{ hypervisor(name: "a") { ...F } } fragment F on Hypervisor { bookings { __typename } }',
             False,
         ),
-        ('{ consumer(uuid: "u") { bookings { hypervisor { name } } } }', False),
+        (
+            '{ consumer(uuid: "6f1c2a9e-0b7d-4c35-9d6e-5a8f7e2b1c40") { bookings { hypervisor { name } } } }',
+            False,
+        ),
         ("{ hypervisors { totalCount } }", False),
         ("{ fleetCapacity { key } }", False),
         ('{ hypervisor(name: "a") { name } hypervisors { totalCount } }', False),

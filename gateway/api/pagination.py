@@ -130,9 +130,11 @@ def paginate(
     back. ``first`` outside 0..max_page fails with code BAD_PAGE_SIZE (a range
     GraphQL's Int cannot state).
     """
-    if first is not None and not 0 <= first <= max_page:
+    if first is not None and first < 0:
+        raise GraphQLError("first must not be negative", extensions=PAGE_SIZE)
+    if first is not None and first > max_page:
         raise GraphQLError(
-            f"first is {first}; a page holds 0 to {max_page} items", extensions=PAGE_SIZE
+            f"first is {first}; the page size limit is {max_page}", extensions=PAGE_SIZE
         )
     start = 0 if after is None else bisect.bisect_right(keys, key(after))
     end = min(len(items), start + (max_page if first is None else first))
