@@ -24,7 +24,7 @@ from gateway.api.limits import Limits
 from gateway.api.schema import sdl
 from gateway.http.server import GuardedHttpToolsProtocol
 from gateway.store.store import Store
-from tests import fleet
+from tests import fleet, scalar_values
 from tests.support import run_server
 
 
@@ -198,7 +198,7 @@ def gateway_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @given(
     query=from_schema(
         SCHEMA,
-        custom_scalars={"Quantity": QUANTITIES},
+        custom_scalars={**scalar_values.strategies(), "Quantity": QUANTITIES},
         fields=[
             "hypervisors",
             "hypervisor",
