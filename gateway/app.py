@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from gateway.access import RequestObserver
 from gateway.auth import Authorizer
 from gateway.cache import ResponseCache
+from gateway.capacity_metrics import CONTENT_TYPE, CapacityExposition
 from gateway.context import Context
 from gateway.execution import Execution
 from gateway.feed import Feed
@@ -133,6 +134,13 @@ def create_app(
     )
     metrics = metrics or Metrics()
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
+    exposition = CapacityExposition(store, catalog)
+
+    async def capacity_metrics(request: Request) -> Response:
+        # In a thread: the first scrape of a large fleet formats every host once.
+        text = await asyncio.to_thread(exposition.render)
+        return Response(text, headers={"content-type": CONTENT_TYPE})
+
     app = Starlette(
         routes=[
             # Every method reaches the endpoint, whose 405 lists the methods that work.
@@ -141,6 +149,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics.endpoint),
+            Route("/metrics/capacity", capacity_metrics),
             *page_routes(),
         ],
         lifespan=lifespan,
