@@ -26,14 +26,16 @@ scrape, and a node agent rewrites every host's status each minute, so a record
 is new at nearly every scrape while its figures mostly are not. A host's lines
 are therefore formatted again only when its figures or labels changed, a
 group's totals and slots only when one of its members' did, and the whole text
-once per snapshot: a scrape iterates the snapshot's records once, compares,
-and joins what it already has.
+once per snapshot. A scrape reads only the shards of the fleet map that changed
+since the last one (:meth:`~gateway.shards.ShardedMap.shards`), compares their
+records with what it kept, and joins the rest as it was.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 
 from gateway import fleet, slots
@@ -126,9 +128,8 @@ class _Host:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Group:
-    """One group's lines for its members, one string per group family."""
+    """One group's lines, per family: its hosts' lines, then its own totals and slots."""
 
-    members: tuple[_Host, ...]
     lines: dict[str, bytes]
 
 
@@ -155,9 +156,13 @@ def _host(record: Hypervisor) -> _Host:
     return _Host(record, (record.zone or "", record.building_block or ""), tuple(lines))
 
 
-def _group(key: tuple[str, str], hosts: tuple[_Host, ...], catalog: Catalog) -> _Group:
+def _group(key: tuple[str, str], hosts: list[_Host], catalog: Catalog) -> _Group:
     labels = _labels(GROUP_LABELS, key)
     members = [host.record for host in hosts]
+    own: dict[str, bytes] = {
+        family: b"".join([host.lines[index] for host in hosts])
+        for index, family in enumerate(_HOST_FAMILIES)
+    }
     lines: dict[str, list[str]] = {name: [] for name in _GROUP_FAMILIES}
 
     def add(name: str, value: Decimal | int | None, extra: str = "") -> None:
@@ -183,63 +188,89 @@ def _group(key: tuple[str, str], hosts: tuple[_Host, ...], catalog: Catalog) -> 
         add("flavor_slots", counted.slots, extra)
         add("flavor_hosts_with_room", counted.hosts_with_room, extra)
         add("flavor_unknown_hosts", counted.hosts_unknown, extra)
-    return _Group(hosts, {name: "".join(text).encode() for name, text in lines.items()})
+    return _Group(own | {name: "".join(text).encode() for name, text in lines.items()})
 
 
 class CapacityExposition:
-    """The text of ``/metrics/capacity`` for the store's current snapshot."""
+    """The text of ``/metrics/capacity`` for the store's current snapshot.
+
+    Safe to render from several threads at once (scrapes are rendered off the
+    event loop): one render at a time updates what the previous one kept.
+    """
 
     def __init__(self, store: Store, catalog: Catalog) -> None:
         self.store = store
         self.catalog = catalog
+        self._lock = threading.Lock()
         self._hosts: dict[str, _Host] = {}
+        self._shards: tuple[Mapping[str, Hypervisor], ...] = ()
+        self._members: dict[tuple[str, str], dict[str, _Host]] = {}
         self._groups: dict[tuple[str, str], _Group] = {}
         self._text: tuple[Snapshot | None, bytes] = (None, b"")
 
     def render(self) -> bytes:
         """The exposition of the current snapshot (the same bytes until it changes)."""
-        snapshot = self.store.snapshot
-        rendered, text = self._text
-        if rendered is not snapshot:
-            text = b"".join(list(self._lines(snapshot)))
-            self._text = (snapshot, text)
-        return text
+        with self._lock:
+            snapshot = self.store.snapshot
+            rendered, text = self._text
+            if rendered is not snapshot:
+                self._refresh(snapshot)
+                text = b"".join(self._chunks())
+                self._text = (snapshot, text)
+            return text
 
-    def _lines(self, snapshot: Snapshot) -> Iterator[bytes]:
-        hosts = self._refresh_hosts(snapshot)
-        for index, family in enumerate(_HOST_FAMILIES):
-            yield _HEADERS[family]
-            yield from [host.lines[index] for host in hosts]
-        groups = self._refresh_groups(hosts)
-        for family in _GROUP_FAMILIES:
-            yield _HEADERS[family]
-            yield from [group.lines[family] for group in groups]
+    def _chunks(self) -> list[bytes]:
+        groups = [self._groups[key] for key in sorted(self._groups)]
+        chunks = []
+        for family in FAMILIES:
+            chunks.append(_HEADERS[family])
+            chunks.extend(group.lines[family] for group in groups)
+        return chunks
 
-    def _refresh_hosts(self, snapshot: Snapshot) -> list[_Host]:
-        """Every record's lines, formatted anew only for records not seen before."""
-        previous, current = self._hosts, {}
-        for name, record in snapshot.by_name.items():
-            host = previous.get(name)
+    def _refresh(self, snapshot: Snapshot) -> None:
+        """Format the hosts whose figures changed, then the groups they left or joined.
+
+        Only the shards of the map by name that changed since the last render are
+        read: after one watch event, one of them.
+        """
+        changed: set[tuple[str, str]] = set()
+        shards = snapshot.by_name.shards()
+        for shard, seen in zip(shards, self._shards or [{}] * len(shards), strict=True):
+            if shard is not seen:
+                self._refresh_shard(shard, seen, changed)
+        self._shards = shards
+        for key in changed:
+            members = self._members[key]
+            if members:
+                hosts = [members[name] for name in sorted(members)]
+                self._groups[key] = _group(key, hosts, self.catalog)
+            else:
+                del self._members[key], self._groups[key]
+
+    def _refresh_shard(
+        self,
+        shard: Mapping[str, Hypervisor],
+        seen: Mapping[str, Hypervisor],
+        changed: set[tuple[str, str]],
+    ) -> None:
+        for name, record in shard.items():
+            host = self._hosts.get(name)
             if host is None or not _same_figures(host.record, record):
-                host = _host(record)
-            current[name] = host
-        self._hosts = current
-        return list(current.values())
+                self._move(name, host, _host(record), changed)
+        for name in seen.keys() - shard.keys():
+            self._move(name, self._hosts[name], None, changed)
 
-    def _refresh_groups(self, hosts: list[_Host]) -> list[_Group]:
-        """Each group's lines, computed anew only when one of its members changed."""
-        members: dict[tuple[str, str], list[_Host]] = {}
-        for host in hosts:
-            members.setdefault(host.group, []).append(host)
-        previous, current = self._groups, {}
-        for key in sorted(members):
-            hosts_of_group = tuple(members[key])
-            group = previous.get(key)
-            if group is None or group.members != hosts_of_group:
-                group = _group(key, hosts_of_group, self.catalog)
-            current[key] = group
-        self._groups = current
-        return list(current.values())
+    def _move(
+        self, name: str, old: _Host | None, new: _Host | None, changed: set[tuple[str, str]]
+    ) -> None:
+        if old is not None:
+            changed.add(old.group)
+            del self._members[old.group][name]
+            del self._hosts[name]
+        if new is not None:
+            changed.add(new.group)
+            self._members.setdefault(new.group, {})[name] = new
+            self._hosts[name] = new
 
 
 def _same_figures(old: Hypervisor, new: Hypervisor) -> bool:
