@@ -12,14 +12,14 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.access import RequestObserver
 from gateway.auth import Authorizer
 from gateway.cache import ResponseCache
-from gateway.capacity_metrics import CONTENT_TYPE, CapacityExposition
+from gateway.capacity_metrics import CONTENT_TYPE, CapacityExposition, pieces
 from gateway.context import Context
 from gateway.execution import Execution
 from gateway.feed import Feed
@@ -138,8 +138,8 @@ def create_app(
 
     async def capacity_metrics(request: Request) -> Response:
         # In a thread: the first scrape of a large fleet formats every host once.
-        text = await asyncio.to_thread(exposition.render)
-        return Response(text, headers={"content-type": CONTENT_TYPE})
+        chunks = await asyncio.to_thread(exposition.chunks)
+        return StreamingResponse(pieces(chunks), headers={"content-type": CONTENT_TYPE})
 
     app = Starlette(
         routes=[

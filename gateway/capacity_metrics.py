@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 
 from gateway import fleet, slots
@@ -43,7 +43,7 @@ from gateway.domain import Hypervisor
 from gateway.flavors import Catalog
 from gateway.store import Snapshot, Store
 
-__all__ = ["CONTENT_TYPE", "FAMILIES", "CapacityExposition"]
+__all__ = ["CONTENT_TYPE", "FAMILIES", "CapacityExposition", "pieces"]
 
 #: Prometheus' text exposition format, version 0.0.4.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -206,26 +206,35 @@ class CapacityExposition:
         self._shards: tuple[Mapping[str, Hypervisor], ...] = ()
         self._members: dict[tuple[str, str], dict[str, _Host]] = {}
         self._groups: dict[tuple[str, str], _Group] = {}
-        self._text: tuple[Snapshot | None, bytes] = (None, b"")
+        self._chunks: tuple[Snapshot | None, tuple[bytes, ...]] = (None, ())
 
-    def render(self) -> bytes:
-        """The exposition of the current snapshot (the same bytes until it changes)."""
+    def chunks(self) -> tuple[bytes, ...]:
+        """The exposition of the current snapshot, in pieces (the same until it changes).
+
+        Pieces, not one string: at 20,000 hosts the text is over 50 MB, and joining
+        it anew after every change would cost more than everything else a scrape
+        does; :func:`pieces` coalesces them as they are sent.
+        """
         with self._lock:
             snapshot = self.store.snapshot
-            rendered, text = self._text
+            rendered, chunks = self._chunks
             if rendered is not snapshot:
                 self._refresh(snapshot)
-                text = b"".join(self._chunks())
-                self._text = (snapshot, text)
-            return text
+                chunks = self._assemble()
+                self._chunks = (snapshot, chunks)
+            return chunks
 
-    def _chunks(self) -> list[bytes]:
+    def render(self) -> bytes:
+        """The exposition of the current snapshot in one piece."""
+        return b"".join(self.chunks())
+
+    def _assemble(self) -> tuple[bytes, ...]:
         groups = [self._groups[key] for key in sorted(self._groups)]
         chunks = []
         for family in FAMILIES:
             chunks.append(_HEADERS[family])
-            chunks.extend(group.lines[family] for group in groups)
-        return chunks
+            chunks.extend([group.lines[family] for group in groups])
+        return tuple(chunks)
 
     def _refresh(self, snapshot: Snapshot) -> None:
         """Format the hosts whose figures changed, then the groups they left or joined.
@@ -271,6 +280,20 @@ class CapacityExposition:
             changed.add(new.group)
             self._members.setdefault(new.group, {})[name] = new
             self._hosts[name] = new
+
+
+def pieces(chunks: Iterable[bytes], size: int = 2**20) -> Iterator[bytes]:
+    """``chunks`` joined into pieces of about ``size`` bytes, to send one at a time."""
+    pending: list[bytes] = []
+    length = 0
+    for chunk in chunks:
+        pending.append(chunk)
+        length += len(chunk)
+        if length >= size:
+            yield b"".join(pending)
+            pending, length = [], 0
+    if pending:
+        yield b"".join(pending)
 
 
 def _same_figures(old: Hypervisor, new: Hypervisor) -> bool:

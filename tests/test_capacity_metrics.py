@@ -18,7 +18,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway import fleet, slots
-from gateway.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposition
+from gateway.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposition, pieces
 from gateway.demo import generate
 from gateway.flavors import load_catalog, parse_catalog
 from gateway.store import Store
@@ -118,8 +118,8 @@ def test_group_totals_and_slots_are_the_fleet_and_slot_figures() -> None:
 def test_a_scrape_follows_every_change_and_reuses_an_unchanged_snapshot() -> None:
     objects = hand_made.objects()
     rendered = exposition(objects)
-    first = rendered.render()
-    assert rendered.render() is first  # same snapshot: the same bytes
+    first = rendered.chunks()
+    assert rendered.chunks() is first  # same snapshot: the same pieces
     changed = hand_made.objects()[0]
     changed["metadata"]["resourceVersion"] = "2"
     changed["status"]["allocation"]["cpu"] = "31"
@@ -178,6 +178,13 @@ def test_promtool_finds_nothing_to_complain_about() -> None:
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout + checked.stderr == b""
+
+
+def test_pieces_are_the_chunks_joined_about_a_size_at_a_time() -> None:
+    chunks = [b"a" * 3, b"b" * 5, b"c", b"d" * 7, b"e"]
+    sent = list(pieces(chunks, size=6))
+    assert sent == [b"aaabbbbb", b"cddddddd", b"e"]
+    assert list(pieces([], size=6)) == []
 
 
 async def test_the_path_is_served_beside_metrics_with_the_same_host_check() -> None:
