@@ -33,11 +33,11 @@ import time
 from collections.abc import Callable
 
 from bench.stats import Summary, sample
-from gateway.bulk import collector_paused
-from gateway.capacity_metrics import CapacityExposition
-from gateway.demo import generate
-from gateway.flavors import load_catalog
-from gateway.store import Store
+from gateway.domain.flavors import load_catalog
+from gateway.http.capacity_metrics import CapacityExposition
+from gateway.sources.demo.source import generate
+from gateway.store.collector import collector_paused
+from gateway.store.store import Store
 
 TARGET = 0.1
 

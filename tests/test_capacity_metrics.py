@@ -17,11 +17,11 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway import fleet, slots
-from gateway.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposition, pieces
-from gateway.demo import generate
-from gateway.flavors import load_catalog, parse_catalog
-from gateway.store import Store
+from gateway.domain import fleet, slots
+from gateway.domain.flavors import load_catalog, parse_catalog
+from gateway.http.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposition, pieces
+from gateway.sources.demo.source import generate
+from gateway.store.store import Store
 from tests import fleet as hand_made
 from tests.objects import hypervisor
 from tests.support import query, run_server, serve

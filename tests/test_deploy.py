@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway import server
-from gateway.capacity_metrics import FAMILIES
 from gateway.cli import build_cache
-from gateway.flavors import load_catalog
+from gateway.domain.flavors import load_catalog
+from gateway.http import server
+from gateway.http.capacity_metrics import FAMILIES
 from gateway.logs import FORMATS
 from gateway.settings import Settings, add_arguments, from_arguments
-from scripts import controlplane
+from harness import controlplane
 from tests import fleet
 from tests.support import serve
 

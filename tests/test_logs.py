@@ -133,7 +133,7 @@ def test_an_unknown_format_is_refused() -> None:
 
 
 async def test_one_line_per_request_without_secrets(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="gateway.access")
+    caplog.set_level(logging.DEBUG, logger="gateway.http.access")
     async with serve(fleet.objects()) as (client, _):
         response = await client.post(
             "/graphql",
@@ -155,7 +155,7 @@ async def test_one_line_per_request_without_secrets(caplog: pytest.LogCaptureFix
         await client.get("/static/dashboard.css")
         await client.get("/metrics/capacity")
     post_line, get_line, probe, asset, scrape = (
-        r for r in caplog.records if r.name == "gateway.access"
+        r for r in caplog.records if r.name == "gateway.http.access"
     )
     assert post_line.levelno == logging.INFO
     assert (post_line.method, post_line.path, post_line.status) == ("POST", "/graphql", 200)
