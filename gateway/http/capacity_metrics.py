@@ -40,7 +40,7 @@ from decimal import Decimal
 
 from gateway.domain import fleet, slots
 from gateway.domain.flavors import Catalog
-from gateway.domain.records import Hypervisor
+from gateway.domain.records import Hypervisor, ResourceCapacity
 from gateway.store.store import Snapshot, Store
 
 __all__ = ["CONTENT_TYPE", "FAMILIES", "CapacityExposition", "pieces"]
@@ -299,10 +299,32 @@ def pieces(chunks: Iterable[bytes], size: int = 2**20) -> Iterator[bytes]:
 def _same_figures(old: Hypervisor, new: Hypervisor) -> bool:
     """Whether ``new`` exports what ``old`` did: the same labels, tracking and figures."""
     return old is new or (
-        old.resources == new.resources
-        and old.bookings_tracked == new.bookings_tracked
+        old.bookings_tracked == new.bookings_tracked
         and old.zone == new.zone
         and old.building_block == new.building_block
         and old.worker_group == new.worker_group
         and old.maintenance == new.maintenance
+        and _same_inputs(old.resources, new.resources)
     )
+
+
+def _same_inputs(old: Mapping[str, ResourceCapacity], new: Mapping[str, ResourceCapacity]) -> bool:
+    """Whether the figures every exported one is computed from are the same.
+
+    With tracking the same, these five decide all the others (capacity, free,
+    available and its basis): comparing only them reads far fewer numbers, and
+    comparing is most of a scrape after node agents rewrote every status.
+    """
+    if old.keys() != new.keys():
+        return False
+    for name, a in old.items():
+        b = new[name]
+        if (
+            a.physical != b.physical
+            or a.allocated != b.allocated
+            or a.booked != b.booked
+            or a.reserved != b.reserved
+            or a.overcommit_ratio != b.overcommit_ratio
+        ):
+            return False
+    return True
