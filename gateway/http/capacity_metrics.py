@@ -1,18 +1,18 @@
 """Capacity series for Prometheus, served at ``/metrics/capacity``.
 
 The operator's dashboards read kube-state-metrics series, which copy fields but
-cannot compute free capacity; the gateway does (:mod:`gateway.capacity`), so it
+cannot compute free capacity; the gateway does (:mod:`gateway.domain.capacity`), so it
 exports it, in three kinds of series:
 
 - per hypervisor and resource (``hypervisor_gateway_hypervisor_<figure>``): the
-  figures of :class:`~gateway.domain.ResourceCapacity`, labelled with
+  figures of :class:`~gateway.domain.records.ResourceCapacity`, labelled with
   ``resource`` and the host labels kube-state-metrics puts on the operator's
   Hypervisor series (``name``, ``zone``, ``building_block``, ``worker_group``,
   ``maintenance``), so that the two join in PromQL;
 - per zone and building block (``hypervisor_gateway_fleet_<figure>`` and host
-  counts): the fleet totals of :mod:`gateway.fleet`;
+  counts): the fleet totals of :mod:`gateway.domain.fleet`;
 - per zone, building block and catalog flavor (``hypervisor_gateway_flavor_*``):
-  instance slots (:mod:`gateway.slots`, the AVAILABLE view).
+  instance slots (:mod:`gateway.domain.slots`, the AVAILABLE view).
 
 An unknown figure is an absent series, never 0: a sum in PromQL then adds what
 is known, as the fleet totals do. One family per figure, with a ``resource``
@@ -27,8 +27,8 @@ is new at nearly every scrape while its figures mostly are not. A host's lines
 are therefore formatted again only when its figures or labels changed, a
 group's totals and slots only when one of its members' did, and the whole text
 once per snapshot. A scrape reads only the shards of the fleet map that changed
-since the last one (:meth:`~gateway.shards.ShardedMap.shards`), compares their
-records with what it kept, and joins the rest as it was.
+since the last one (:meth:`~gateway.store.shards.ShardedMap.shards`), compares their
+records with what it kept, and sends the rest as it was.
 """
 
 from __future__ import annotations
