@@ -7,13 +7,10 @@ status subresource.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import ssl
 import sys
 import textwrap
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,7 @@ import yaml
 from gateway.domain.parse import parse_hypervisor
 from gateway.store.store import Store
 from harness.controlplane import HYPERVISORS, ControlPlane
+from tests.support import eventually
 
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 
@@ -121,22 +119,6 @@ def _ok(response: httpx.Response) -> Any:
     if response.is_error:
         raise AssertionError(f"HTTP {response.status_code}: {response.text[:500]}")
     return response.json()
-
-
-async def eventually(
-    condition: Callable[[], Awaitable[bool] | bool], within: float, interval: float = 0.05
-) -> None:
-    """Wait until ``condition()`` holds; fail after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        result = condition()
-        if isinstance(result, Awaitable):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition still false after {within}s")
-        await asyncio.sleep(interval)
 
 
 def cache_view(store: Store) -> dict[str, tuple[str | None, Any]]:

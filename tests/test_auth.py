@@ -28,7 +28,7 @@ from gateway.sources.kubernetes.informer import HypervisorInformer
 from gateway.store.store import Store
 from harness.controlplane import ControlPlane
 from tests.kubeapi import CertificateUser, ExecPlugin, hypervisor
-from tests.support import run_server
+from tests.support import eventually, run_server
 
 pytestmark = pytest.mark.cluster
 
@@ -187,8 +187,7 @@ async def gateway(
     async with run_server(
         HypervisorInformer(configuration), authorizer=authorizer, cache=cache
     ) as (address, store):
-        while not store.ready:  # noqa: ASYNC110 - the informer's first list
-            await asyncio.sleep(0.05)
+        await eventually(lambda: store.ready, within=30)  # the informer's first list
         yield address, decisions, store
     await api.close()
 
@@ -255,8 +254,7 @@ async def test_missing_review_permissions_are_a_clear_error(
         async with run_server(
             HypervisorInformer(configuration), authorizer=KubernetesAuthorizer(api)
         ) as (address, store):
-            while not store.ready:  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
+            await eventually(lambda: store.ready, within=30)
             response = await ask(address, rbac["reader"])
     finally:
         await api.close()

@@ -35,10 +35,10 @@ from tests.kubeapi import (
     HypervisorAPI,
     assert_converges,
     consumer,
-    eventually,
     hypervisor,
     serves_bookings,
 )
+from tests.support import eventually
 from tests.tcpproxy import TcpProxy
 
 UUID = "7f1c2a9e-3b4d-4e5f-8a6b-0c1d2e3f4a5b"

@@ -12,11 +12,9 @@ import httpx
 import pytest
 
 from gateway.api.limits import Limits
-from gateway.http.app import create_app
 from gateway.sources.demo.source import generate
-from gateway.store.store import Store
 from tests import fleet
-from tests.support import StaticSource
+from tests.support import serve
 
 GQL = "application/graphql-response+json"
 
@@ -25,14 +23,8 @@ GQL = "application/graphql-response+json"
 async def gateway(
     objects: list[dict[str, Any]] | None = None, **options: Any
 ) -> AsyncIterator[httpx.AsyncClient]:
-    source = StaticSource(objects if objects is not None else fleet.objects())
-    app = create_app(source, Store(), **options)
-    async with app.router.lifespan_context(app):
-        await source.loaded.wait()
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://gateway"
-        ) as client:
-            yield client
+    async with serve(objects if objects is not None else fleet.objects(), **options) as (client, _):
+        yield client
 
 
 async def post(client: httpx.AsyncClient, query: str, accept: str = GQL) -> httpx.Response:

@@ -18,8 +18,8 @@ from gateway.sources.files import FileSource
 from gateway.sources.kubernetes.credentials import load_client_config
 from gateway.sources.kubernetes.informer import HypervisorInformer
 from harness.controlplane import ControlPlane
-from tests.kubeapi import HypervisorAPI, consumer, eventually, hypervisor
-from tests.support import run_server
+from tests.kubeapi import HypervisorAPI, consumer, hypervisor
+from tests.support import eventually, run_server
 
 C1 = "aaaaaaaa-0000-4000-8000-000000000001"
 C2 = "aaaaaaaa-0000-4000-8000-000000000002"
