@@ -25,27 +25,6 @@ from tests.support import eventually
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 
 
-def hypervisor(
-    name: str,
-    cpu: int | str = 64,
-    memory: str = "256Gi",
-    bookings: list[dict[str, Any]] | None = None,
-    overcommit: dict[str, float] | None = None,
-    zone: str = "qa-de-1a",
-) -> dict[str, Any]:
-    """A Hypervisor object with a status, as the node agent would have filled it."""
-    spec: dict[str, Any] = {"overcommit": overcommit or {"cpu": 2.0}}
-    if bookings is not None:
-        spec["bookings"] = bookings
-    return {
-        "apiVersion": "kvm.cloud.sap/v1",
-        "kind": "Hypervisor",
-        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
-        "spec": spec,
-        "status": {"capacity": {"cpu": cpu, "memory": memory}, "numInstances": 0},
-    }
-
-
 def serves_bookings(plane: ControlPlane) -> bool:
     """Whether the plane's CRD has spec.bookings (the released one prunes them)."""
     for doc in yaml.safe_load_all(plane.crd.read_text()):
@@ -53,10 +32,6 @@ def serves_bookings(plane: ControlPlane) -> bool:
         spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
         return "bookings" in spec["properties"]
     raise AssertionError(f"{plane.crd} holds no CRD")
-
-
-def consumer(uuid: str, cpu: int | str = 4, memory: str = "8Gi") -> dict[str, Any]:
-    return {"consumer": {"uuid": uuid, "resources": {"cpu": cpu, "memory": memory}}}
 
 
 class HypervisorAPI:

@@ -27,7 +27,8 @@ from gateway.sources.kubernetes.credentials import load_client_config, renewal
 from gateway.sources.kubernetes.informer import HypervisorInformer
 from gateway.store.store import Store
 from harness.controlplane import ControlPlane
-from tests.kubeapi import CertificateUser, ExecPlugin, hypervisor
+from tests.kubeapi import CertificateUser, ExecPlugin
+from tests.objects import reported
 from tests.support import eventually, run_server
 
 pytestmark = pytest.mark.cluster
@@ -150,7 +151,7 @@ def rbac(cluster: ControlPlane) -> Iterator[dict[str, str]]:
         {"kind": "User", "name": "reader", "apiGroup": "rbac.authorization.k8s.io"},
         "test-reader",
     )
-    _ok(setup.admin.post("/apis/kvm.cloud.sap/v1/hypervisors", json=hypervisor("auth-node-1")))
+    _ok(setup.admin.post("/apis/kvm.cloud.sap/v1/hypervisors", json=reported("auth-node-1")))
     yield {
         "gateway": token,
         "gateway-without-reviews": bare,

@@ -17,17 +17,13 @@ from gateway.sources.demo.source import generate
 from gateway.sources.files import FileSource, FileSourceError, load_objects
 from gateway.store.store import Store
 from tests import support
+from tests.objects import reported
 from tests.support import eventually
 
 
-def hypervisor(name: str, cpu: int | str = 64, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kvm.cloud.sap/v1",
-        "kind": "Hypervisor",
-        "metadata": {"name": name},
-        "spec": {"overcommit": {"cpu": 2.0}, **spec},
-        "status": {"capacity": {"cpu": cpu, "memory": "512Gi"}, "numInstances": 0},
-    }
+def hypervisor(name: str, cpu: int | str = 64) -> dict[str, Any]:
+    """An object as a file holds it: no resourceVersion."""
+    return reported(name, cpu, memory="512Gi")
 
 
 def dump(path: Path, *documents: Any) -> Path:
@@ -414,7 +410,7 @@ def rewrite(path: Path, content: str) -> None:
     os.utime(path, ns=(before + 10**9, before + 10**9))
 
 
-@pytest.mark.parametrize("cut", ["kind: List", "  metadata:\n    name: c", "    name: c"])
+@pytest.mark.parametrize("cut", ["kind: List", "  metadata:\n    labels:", "    name: c"])
 def test_a_list_cut_short_keeps_the_last_objects(tmp_path: Path, cut: str) -> None:
     """A writer that pauses longer than a poll: what it wrote so far still parses."""
     path = tmp_path / "fleet.yaml"
