@@ -90,9 +90,17 @@ class HypervisorAPI:
             params["continue"] = body["metadata"]["continue"]
 
 
+class Refused(AssertionError):
+    """The API server answered with an error; a test failure unless a test expects it."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        super().__init__(f"HTTP {response.status_code}: {response.text[:500]}")
+        self.status_code = response.status_code
+
+
 def _ok(response: httpx.Response) -> Any:
     if response.is_error:
-        raise AssertionError(f"HTTP {response.status_code}: {response.text[:500]}")
+        raise Refused(response)
     return response.json()
 
 

@@ -20,6 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from gateway.sources.kubernetes.backoff import Backoff
@@ -33,6 +34,7 @@ from tests.kubeapi import (
     CertificateUser,
     ExecPlugin,
     HypervisorAPI,
+    Refused,
     assert_converges,
     serves_bookings,
 )
@@ -41,6 +43,13 @@ from tests.support import eventually
 from tests.tcpproxy import TcpProxy
 
 UUID = "7f1c2a9e-3b4d-4e5f-8a6b-0c1d2e3f4a5b"
+#: What random writers expect: created twice (409), or gone already (404).
+CONFLICTS = frozenset({404, 409})
+
+
+def _unavailable(refused: Refused) -> bool:
+    """A starting API server answers 5xx (or 429) until its storage is ready."""
+    return refused.status_code >= 500 or refused.status_code == 429
 
 
 @pytest.mark.cluster
@@ -96,7 +105,11 @@ async def test_apiserver_killed_and_restarted_mid_watch(
             n += 1
             try:
                 await api.patch_status(f"node-{n % 20}", {"numInstances": n})
-            except Exception:  # the API server is down part of the time
+            except Refused as refused:
+                if not _unavailable(refused):
+                    raise
+                await asyncio.sleep(0.1)
+            except httpx.TransportError:  # the API server is down part of the time
                 await asyncio.sleep(0.1)
 
     stop = asyncio.Event()
@@ -243,9 +256,10 @@ async def test_randomized_churn_with_disruptions_converges(
                     await api.patch_status(name, {"capacity": {"cpu": local.randint(8, 128)}})
                 else:
                     await api.delete(name)
-            except AssertionError:
-                pass  # conflicts: created twice, deleted before, and so on
-            except Exception:
+            except Refused as refused:
+                if refused.status_code not in CONFLICTS and not _unavailable(refused):
+                    raise
+            except httpx.TransportError:
                 await asyncio.sleep(0.05)  # API server restarting
 
     async def disrupt() -> None:
