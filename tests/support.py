@@ -113,3 +113,18 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition still false after {within}s")
         await asyncio.sleep(interval)
+
+
+async def listening(address: str, streams: int = 1) -> None:
+    """Wait until the server at ``address`` has this many change streams open.
+
+    What /metrics reports (the feed's subscriber count): the sign that a
+    subscription is registered, so that changes made next reach it.
+    """
+    sample = f"hypervisor_gateway_subscription_streams {float(streams)}"
+
+    async def registered() -> bool:
+        async with httpx.AsyncClient(base_url=f"http://{address}") as client:
+            return sample in (await client.get("/metrics")).text.splitlines()
+
+    await eventually(registered)

@@ -20,7 +20,7 @@ from gateway.sources.kubernetes.informer import HypervisorInformer
 from harness.controlplane import ControlPlane
 from tests.kubeapi import HypervisorAPI
 from tests.objects import consumer, reported, resources
-from tests.support import eventually, run_server
+from tests.support import eventually, listening, run_server
 
 C1 = "aaaaaaaa-0000-4000-8000-000000000001"
 C2 = "aaaaaaaa-0000-4000-8000-000000000002"
@@ -70,7 +70,7 @@ async def test_cluster_changes_reach_queries_and_subscriptions(
         async with run_server(informer) as (address, store):
             await eventually(lambda: store.ready, within=30)
             changes = await Subscriber.open(address, WATCH)
-            await asyncio.sleep(0.2)
+            await listening(address)
 
             # cpu 64 x 2.0 = 128; booked 4
             await api.create(

@@ -8,14 +8,13 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 import websockets
 
 from gateway.api.totals import fleet_groups
 from gateway.store.store import Store
 from tests import fleet
-from tests.support import eventually, run_server
+from tests.support import listening, run_server
 
 TRANSPORT_WS = "graphql-transport-ws"
 LEGACY_WS = "graphql-ws"
@@ -52,17 +51,6 @@ class Client:
         assert message["type"] in ("next", "data"), message
         data: dict[str, Any] = message["payload"]["data"]
         return data
-
-
-async def listening(address: str, streams: int = 1) -> None:
-    """Wait until the feed has this many change streams: the subscription is registered."""
-    sample = f"hypervisor_gateway_subscription_streams {float(streams)}"
-
-    async def registered() -> bool:
-        async with httpx.AsyncClient(base_url=f"http://{address}") as client:
-            return sample in (await client.get("/metrics")).text.splitlines()
-
-    await eventually(registered)
 
 
 @pytest.fixture
