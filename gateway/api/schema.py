@@ -285,9 +285,13 @@ def _parse(value: object) -> Decimal:
 DIRECT_LOOKUPS = (("Hypervisor", "resource"), ("Hypervisor", "label"))
 
 
-def build_schema() -> strawberry.Schema:
+def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
     """The schema. One instance serves both transports, whose limits are the
-    gateway's own (gateway.http.operations, gateway.http.execution), not Strawberry extensions."""
+    gateway's own (gateway.http.operations, gateway.http.execution), not Strawberry extensions.
+
+    Without ``shortcuts`` every field keeps Strawberry's own resolver: what the
+    short-path executor's answers are checked against.
+    """
     built = strawberry.Schema(
         query=Query,
         subscription=Subscription,
@@ -302,7 +306,8 @@ def build_schema() -> strawberry.Schema:
             }
         ),
     )
-    shortcut_resolvers(built, DIRECT_LOOKUPS)
+    if shortcuts:
+        shortcut_resolvers(built, DIRECT_LOOKUPS)
     return built
 
 
