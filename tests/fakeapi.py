@@ -17,6 +17,8 @@ from typing import Any
 from aiohttp import web
 from kubernetes.aio.client import Configuration
 
+from tests.objects import hypervisor
+
 #: A watch script: events to stream, then ``None`` to keep the stream open.
 Watch = list[dict[str, Any] | None]
 
@@ -84,12 +86,13 @@ class FakeHypervisorAPI:
         return response
 
 
-def obj(name: str, version: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "resourceVersion": version}}
-
-
 def event(kind: str, name: str, version: str) -> dict[str, Any]:
-    return {"type": kind, "object": obj(name, version)}
+    return {"type": kind, "object": hypervisor(name, resource_version=version)}
+
+
+def bookmark(version: str) -> dict[str, Any]:
+    """An ordinary bookmark: the stream's position, no object."""
+    return {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": version}}}
 
 
 def initial_events_end(version: str) -> dict[str, Any]:

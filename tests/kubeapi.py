@@ -7,13 +7,10 @@ status subresource.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import ssl
 import sys
 import textwrap
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,29 +20,9 @@ import yaml
 from gateway.domain.parse import parse_hypervisor
 from gateway.store.store import Store
 from harness.controlplane import HYPERVISORS, ControlPlane
+from tests.support import eventually
 
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
-
-
-def hypervisor(
-    name: str,
-    cpu: int | str = 64,
-    memory: str = "256Gi",
-    bookings: list[dict[str, Any]] | None = None,
-    overcommit: dict[str, float] | None = None,
-    zone: str = "qa-de-1a",
-) -> dict[str, Any]:
-    """A Hypervisor object with a status, as the node agent would have filled it."""
-    spec: dict[str, Any] = {"overcommit": overcommit or {"cpu": 2.0}}
-    if bookings is not None:
-        spec["bookings"] = bookings
-    return {
-        "apiVersion": "kvm.cloud.sap/v1",
-        "kind": "Hypervisor",
-        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
-        "spec": spec,
-        "status": {"capacity": {"cpu": cpu, "memory": memory}, "numInstances": 0},
-    }
 
 
 def serves_bookings(plane: ControlPlane) -> bool:
@@ -55,10 +32,6 @@ def serves_bookings(plane: ControlPlane) -> bool:
         spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
         return "bookings" in spec["properties"]
     raise AssertionError(f"{plane.crd} holds no CRD")
-
-
-def consumer(uuid: str, cpu: int | str = 4, memory: str = "8Gi") -> dict[str, Any]:
-    return {"consumer": {"uuid": uuid, "resources": {"cpu": cpu, "memory": memory}}}
 
 
 class HypervisorAPI:
@@ -117,26 +90,18 @@ class HypervisorAPI:
             params["continue"] = body["metadata"]["continue"]
 
 
+class Refused(AssertionError):
+    """The API server answered with an error; a test failure unless a test expects it."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        super().__init__(f"HTTP {response.status_code}: {response.text[:500]}")
+        self.status_code = response.status_code
+
+
 def _ok(response: httpx.Response) -> Any:
     if response.is_error:
-        raise AssertionError(f"HTTP {response.status_code}: {response.text[:500]}")
+        raise Refused(response)
     return response.json()
-
-
-async def eventually(
-    condition: Callable[[], Awaitable[bool] | bool], within: float, interval: float = 0.05
-) -> None:
-    """Wait until ``condition()`` holds; fail after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        result = condition()
-        if isinstance(result, Awaitable):
-            result = await result
-        if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition still false after {within}s")
-        await asyncio.sleep(interval)
 
 
 def cache_view(store: Store) -> dict[str, tuple[str | None, Any]]:

@@ -1,4 +1,5 @@
-"""Builders for Hypervisor objects as the API server returns them (plain JSON data)."""
+"""Builders for Hypervisor objects (plain JSON data): as the API server returns them,
+or as a client writes them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from gateway.domain.records import ZONE_LABEL
 
 _versions = itertools.count(1)
 
@@ -38,9 +41,36 @@ def hypervisor(
     return obj
 
 
+def reported(
+    name: str,
+    cpu: int | str = 64,
+    memory: str = "256Gi",
+    bookings: list[dict[str, Any]] | None = None,
+    overcommit: dict[str, float] | None = None,
+    zone: str = "qa-de-1a",
+) -> dict[str, Any]:
+    """An object as a client creates it, with a status as the node agent would fill it.
+
+    No uid, resourceVersion or generation: the API server sets those (and refuses
+    a create that carries a resourceVersion), and a file holds none.
+    """
+    spec: dict[str, Any] = {"overcommit": overcommit or {"cpu": 2.0}}
+    if bookings is not None:
+        spec["bookings"] = bookings
+    status = {"capacity": {"cpu": cpu, "memory": memory}, "numInstances": 0}
+    obj = hypervisor(name, labels={ZONE_LABEL: zone}, spec=spec, status=status)
+    obj["metadata"] = {"name": name, "labels": obj["metadata"]["labels"]}
+    return obj
+
+
 def consumer(uuid: str, resources: dict[str, Any], **fields: Any) -> dict[str, Any]:
     """A spec.bookings entry for a consumer."""
     return {"consumer": {"uuid": uuid, "resources": resources, **fields}}
+
+
+def resources(cpu: int | str = 4, memory: str = "8Gi") -> dict[str, Any]:
+    """A booking's resources: an ordinary small instance unless told otherwise."""
+    return {"cpu": cpu, "memory": memory}
 
 
 def reservation(name: str, resources: dict[str, Any]) -> dict[str, Any]:

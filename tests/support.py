@@ -1,10 +1,11 @@
-"""Test support: serve a fixed list of objects through the real app."""
+"""Test support: serve objects (or a source) through the real app, and wait on state."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
@@ -34,16 +35,24 @@ class StaticSource:
 
 @contextlib.asynccontextmanager
 async def serve(
-    objects: list[dict[str, Any]], **app_options: Any
+    objects: list[dict[str, Any]] | Source,
+    *,
+    base_url: str = "http://gateway",
+    **app_options: Any,
 ) -> AsyncIterator[tuple[httpx.AsyncClient, Store]]:
-    """The real ASGI app with its lifespan running, and an HTTP client for it."""
+    """The real ASGI app with its lifespan running, and an HTTP client for it.
+
+    Given objects, it serves them (and waits until they are loaded); given a
+    source, it serves whatever that source delivers, from whenever it does.
+    """
     store = Store()
-    source = StaticSource(objects)
+    source = StaticSource(objects) if isinstance(objects, list) else objects
     app = create_app(source, store, **app_options)
     async with app.router.lifespan_context(app):
-        await source.loaded.wait()
+        if isinstance(source, StaticSource):
+            await source.loaded.wait()
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+        async with httpx.AsyncClient(transport=transport, base_url=base_url) as client:
             yield client, store
 
 
@@ -75,8 +84,7 @@ async def run_server(
     app = create_app(source, store, **app_options)
     server = uvicorn.Server(config(app, host="127.0.0.1", port=0, log_level="warning"))
     task = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn only exposes a flag
-        await asyncio.sleep(0.01)
+    await eventually(lambda: server.started)  # uvicorn only exposes a flag
     if isinstance(source, StaticSource):
         await source.loaded.wait()
     port = server.servers[0].sockets[0].getsockname()[1]
@@ -85,3 +93,38 @@ async def run_server(
     finally:
         server.should_exit = True
         await task
+
+
+async def eventually(
+    condition: Callable[[], Awaitable[bool] | bool], within: float = 5.0, interval: float = 0.01
+) -> None:
+    """Wait until ``condition()`` holds; fail after ``within`` seconds.
+
+    For state that has no event to wait on; the interval is how often to look,
+    never a guess at how long something takes.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        result = condition()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition still false after {within}s")
+        await asyncio.sleep(interval)
+
+
+async def listening(address: str, streams: int = 1) -> None:
+    """Wait until the server at ``address`` has this many change streams open.
+
+    What /metrics reports (the feed's subscriber count): the sign that a
+    subscription is registered, so that changes made next reach it.
+    """
+    sample = f"hypervisor_gateway_subscription_streams {float(streams)}"
+
+    async def registered() -> bool:
+        async with httpx.AsyncClient(base_url=f"http://{address}") as client:
+            return sample in (await client.get("/metrics")).text.splitlines()
+
+    await eventually(registered)

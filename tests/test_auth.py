@@ -27,8 +27,9 @@ from gateway.sources.kubernetes.credentials import load_client_config, renewal
 from gateway.sources.kubernetes.informer import HypervisorInformer
 from gateway.store.store import Store
 from harness.controlplane import ControlPlane
-from tests.kubeapi import CertificateUser, ExecPlugin, hypervisor
-from tests.support import run_server
+from tests.kubeapi import CertificateUser, ExecPlugin
+from tests.objects import reported
+from tests.support import eventually, run_server
 
 pytestmark = pytest.mark.cluster
 
@@ -150,7 +151,7 @@ def rbac(cluster: ControlPlane) -> Iterator[dict[str, str]]:
         {"kind": "User", "name": "reader", "apiGroup": "rbac.authorization.k8s.io"},
         "test-reader",
     )
-    _ok(setup.admin.post("/apis/kvm.cloud.sap/v1/hypervisors", json=hypervisor("auth-node-1")))
+    _ok(setup.admin.post("/apis/kvm.cloud.sap/v1/hypervisors", json=reported("auth-node-1")))
     yield {
         "gateway": token,
         "gateway-without-reviews": bare,
@@ -170,9 +171,24 @@ def rbac(cluster: ControlPlane) -> Iterator[dict[str, str]]:
 Decisions = Counter[str]
 
 
+class Clock:
+    """The authorizer's clock, moved by the test instead of waiting out a TTL."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
 @pytest.fixture
 async def gateway(
-    cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path
+    cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path, clock: Clock
 ) -> AsyncIterator[tuple[str, Decisions, Store]]:
     """The gateway as deployed: informer, response cache, and reviews with the service
     account's token."""
@@ -181,14 +197,17 @@ async def gateway(
     decisions: Decisions = Counter()
     api = ApiClient(configuration)
     authorizer = KubernetesAuthorizer(
-        api, allowed_ttl=1.0, denied_ttl=1.0, on_decision=lambda d: decisions.update([d])
+        api,
+        allowed_ttl=60.0,
+        denied_ttl=60.0,
+        on_decision=lambda d: decisions.update([d]),
+        clock=clock,
     )
     cache = ResponseCache(BoundedMemoryCache())
     async with run_server(
         HypervisorInformer(configuration), authorizer=authorizer, cache=cache
     ) as (address, store):
-        while not store.ready:  # noqa: ASYNC110 - the informer's first list
-            await asyncio.sleep(0.05)
+        await eventually(lambda: store.ready, within=30)  # the informer's first list
         yield address, decisions, store
     await api.close()
 
@@ -232,14 +251,17 @@ async def test_allowed_denied_and_anonymous(
 
 
 async def test_a_burst_costs_one_review(
-    gateway: tuple[str, Decisions, Store], rbac: dict[str, str]
+    gateway: tuple[str, Decisions, Store], rbac: dict[str, str], clock: Clock
 ) -> None:
     address, decisions, _ = gateway
-    await asyncio.sleep(1.1)  # let earlier decisions expire
-    before = sum(decisions.values())
+    assert (await ask(address, rbac["reader"])).status_code == 200
+    cached = sum(decisions.values())
+    assert (await ask(address, rbac["reader"])).status_code == 200
+    assert sum(decisions.values()) == cached  # within the TTL: no review
+    clock.now += 61.0  # every decision so far has expired
     responses = await asyncio.gather(*(ask(address, rbac["reader"]) for _ in range(20)))
     assert all(r.status_code == 200 for r in responses)
-    assert sum(decisions.values()) - before == 1
+    assert sum(decisions.values()) - cached == 1
 
 
 async def test_missing_review_permissions_are_a_clear_error(
@@ -255,8 +277,7 @@ async def test_missing_review_permissions_are_a_clear_error(
         async with run_server(
             HypervisorInformer(configuration), authorizer=KubernetesAuthorizer(api)
         ) as (address, store):
-            while not store.ready:  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
+            await eventually(lambda: store.ready, within=30)
             response = await ask(address, rbac["reader"])
     finally:
         await api.close()

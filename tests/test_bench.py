@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import apply
+from bench import apply, capacity_metrics
 from bench.live import measure
 from bench.report import TARGETS, markdown
 from bench.run import Options, run
@@ -56,3 +56,11 @@ def test_the_apply_figures_come_from_a_loaded_store() -> None:
 
     assert parse.n == applied.n == 4
     assert parse.median > 0 and applied.median > 0
+
+
+def test_the_capacity_scrape_figures_come_from_a_loaded_store() -> None:
+    figures = capacity_metrics.measure(size=40, runs=3)
+    assert figures["samples"] > 40 * 2 * 5  # every host, both resources, most figures
+    for name in ("list_decode", "cold", "event_median", "status_round", "unchanged"):
+        assert figures[name] > 0, name
+    assert figures["unchanged"] < figures["cold"]

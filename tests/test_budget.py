@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 from graphql import parse
 
@@ -12,12 +11,11 @@ from gateway.api.budget import Budget, Overrun
 from gateway.api.context import Context
 from gateway.api.limits import Limits
 from gateway.api.schema import schema
-from gateway.http.app import create_app
 from gateway.http.execution import execute_document
 from gateway.sources.demo.source import generate
 from gateway.store.feed import Feed
 from gateway.store.store import Store
-from tests.support import StaticSource
+from tests.support import StaticSource, serve
 from tests.test_limits import HEAVY
 
 
@@ -60,14 +58,11 @@ def test_bytes_counted_are_about_the_answer_size() -> None:
 
 
 async def test_a_response_over_the_limit_is_refused_while_it_is_built() -> None:
-    source = StaticSource(generate(300, bookings_per_host=40))
-    app = create_app(source, Store(), limits=Limits(max_response_bytes=100_000, max_seconds=120))
-    async with app.router.lifespan_context(app):
-        await source.loaded.wait()
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
-            response = await client.post("/graphql", json={"query": HEAVY})
-            small = await client.post("/graphql", json={"query": "{ hypervisors { totalCount } }"})
+    fleet = generate(300, bookings_per_host=40)
+    limits = Limits(max_response_bytes=100_000, max_seconds=120)
+    async with serve(fleet, limits=limits) as (client, _):
+        response = await client.post("/graphql", json={"query": HEAVY})
+        small = await client.post("/graphql", json={"query": "{ hypervisors { totalCount } }"})
     assert response.status_code == 400
     assert response.json() == {
         "errors": [

@@ -12,17 +12,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.api.schema import schema
-from gateway.http.app import create_app
 from gateway.http.cache import BoundedMemoryCache, ResponseCache, redis_backend
-from gateway.store.store import Store
 from tests import fleet
-from tests.support import StaticSource
+from tests.support import StaticSource, serve
 
 QUERY = '{ fleetCapacity { resource(name: "cpu") { free booked } } hypervisors { nodes { name resource(name: "cpu") { free } } } }'
 
@@ -38,23 +35,17 @@ class Gateway:
     """The real app with a given cache, and a client for it."""
 
     def __init__(self, cache: ResponseCache, resource_version: str | None = None) -> None:
-        self.store = Store()
         self.source = StaticSource(fleet.objects(), resource_version)
         self.cache = cache
-        self.app = create_app(self.source, self.store, cache=cache)
+        self._running = serve(self.source, cache=cache)
 
     async def __aenter__(self) -> Gateway:
-        self._lifespan = self.app.router.lifespan_context(self.app)
-        await self._lifespan.__aenter__()
+        self.client, self.store = await self._running.__aenter__()
         await self.source.loaded.wait()
-        self.client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=self.app), base_url="http://gateway"
-        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.client.aclose()
-        await self._lifespan.__aexit__(None, None, None)
+        await self._running.__aexit__(None, None, None)
 
     async def ask(self, document: str = QUERY, **variables: Any) -> bytes:
         response = await self.client.post(

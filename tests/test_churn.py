@@ -15,6 +15,7 @@ from gateway.domain.records import ConsumerBooking, Hypervisor
 from gateway.sources.demo.churn import Churn
 from gateway.sources.demo.source import DemoSource, generate
 from gateway.store.store import Change, ChangeType, Snapshot, Store
+from tests.support import eventually
 
 
 def consumers(record: Hypervisor) -> dict[str, ConsumerBooking]:
@@ -90,11 +91,7 @@ async def test_the_demo_source_churns_and_confirms() -> None:
     source = DemoSource(size=30, seed=2, churn=0.01)
     task = asyncio.create_task(source.run(store))
     try:
-        for _ in range(500):
-            if sum(c.type is ChangeType.MODIFIED for c in changes) >= 3:
-                break
-            await asyncio.sleep(0.01)
-        assert sum(c.type is ChangeType.MODIFIED for c in changes) >= 3
+        await eventually(lambda: sum(c.type is ChangeType.MODIFIED for c in changes) >= 3)
         assert source.status.seconds_since_confirmed() < 1
         assert source.status.last_event_at is not None
     finally:
@@ -108,13 +105,11 @@ async def test_a_still_demo_fleet_is_confirmed_without_changes() -> None:
     source = DemoSource(size=10, confirm_every=0.01)
     task = asyncio.create_task(source.run(store))
     try:
-        while not store.ready:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
+        await eventually(lambda: store.ready)
         generation, confirmed = store.snapshot.generation, source.status.confirmed_at
-        await asyncio.sleep(0.1)
+        assert confirmed is not None
+        await eventually(lambda: (source.status.confirmed_at or 0) > confirmed)
         assert store.snapshot.generation == generation
-        assert confirmed is not None and source.status.confirmed_at is not None
-        assert source.status.confirmed_at > confirmed
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

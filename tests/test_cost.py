@@ -9,17 +9,15 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-import httpx
 import pytest
 from graphql import GraphQLError, OperationDefinitionNode, parse, validate
 
 from gateway.api.cost import Profile, estimate
 from gateway.api.limits import Limits
 from gateway.api.schema import schema
-from gateway.http.app import create_app
 from gateway.sources.demo.source import generate
 from gateway.store.store import Store
-from tests.support import StaticSource
+from tests.support import serve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -127,18 +125,13 @@ def test_fragments_cost_what_they_expand_to() -> None:
 
 
 async def test_refused_before_execution_over_http() -> None:
-    source = StaticSource(generate(200))
-    app = create_app(source, Store(), limits=Limits(max_seconds=120))
-    async with app.router.lifespan_context(app):
-        await source.loaded.wait()
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
-            response = await client.post(
-                "/graphql",
-                json={"query": DEPTH_12},
-                headers={"accept": "application/json"},
-            )
-            small = await client.post("/graphql", json={"query": "{ hypervisors { totalCount } }"})
+    async with serve(generate(200), limits=Limits(max_seconds=120)) as (client, _):
+        response = await client.post(
+            "/graphql",
+            json={"query": DEPTH_12},
+            headers={"accept": "application/json"},
+        )
+        small = await client.post("/graphql", json={"query": "{ hypervisors { totalCount } }"})
     assert response.status_code == 400
     body = response.json()
     assert "data" not in body

@@ -17,14 +17,9 @@ from gateway.domain.parse import parse_hypervisor
 from gateway.domain.records import Capabilities, UpdateStatus
 from harness.controlplane import HYPERVISORS, ControlPlane
 from tests.conftest import BOOKING_CLUSTERS, StartInformer
-from tests.kubeapi import (
-    HypervisorAPI,
-    assert_converges,
-    consumer,
-    eventually,
-    hypervisor,
-    serves_bookings,
-)
+from tests.kubeapi import HypervisorAPI, assert_converges, serves_bookings
+from tests.objects import consumer, reported, resources
+from tests.support import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -33,7 +28,7 @@ RESERVATION = {"reservation": {"name": "nova-reserved", "resources": {"memory": 
 
 
 def _with_bookings(bookings: list[Any]) -> dict[str, Any]:
-    body = hypervisor("node-crd", bookings=bookings)
+    body = reported("node-crd", bookings=bookings)
     body.pop("status")
     return body
 
@@ -42,7 +37,7 @@ def _with_bookings(bookings: list[Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "booking",
     [
-        pytest.param({**consumer(UUID), **RESERVATION}, id="both"),
+        pytest.param({**consumer(UUID, resources()), **RESERVATION}, id="both"),
         pytest.param({}, id="neither"),
     ],
 )
@@ -57,7 +52,7 @@ async def test_booking_must_set_exactly_one_type(
 @BOOKING_CLUSTERS
 async def test_either_booking_type_alone_is_accepted(any_api: HypervisorAPI) -> None:
     response = await any_api.http.post(
-        HYPERVISORS, json=_with_bookings([consumer(UUID), RESERVATION])
+        HYPERVISORS, json=_with_bookings([consumer(UUID, resources()), RESERVATION])
     )
     assert response.status_code == 201, response.text
 
@@ -77,8 +72,8 @@ async def test_schema_rejects(any_api: HypervisorAPI, patch: dict[str, Any], mes
 @pytest.mark.parametrize(
     ("patch", "message"),
     [
-        ({"bookings": [consumer("not-a-uuid")]}, "uuid"),
-        ({"bookings": [consumer(UUID, cpu="1 Gi")]}, "resources"),
+        ({"bookings": [consumer("not-a-uuid", resources())]}, "uuid"),
+        ({"bookings": [consumer(UUID, resources(cpu="1 Gi"))]}, "resources"),
         ({"bookings": [{"consumer": {"uuid": UUID, "resources": {}}}]}, "resources"),
     ],
 )
@@ -99,13 +94,13 @@ async def _assert_rejected(api: HypervisorAPI, patch: dict[str, Any], message: s
 @BOOKING_CLUSTERS
 async def test_quantities_the_pattern_admits_are_stored_verbatim(any_api: HypervisorAPI) -> None:
     """The pattern lets "1e999" through: the parser, not the schema, must cope with it."""
-    body = _with_bookings([consumer(UUID, cpu="1e999")])
+    body = _with_bookings([consumer(UUID, resources(cpu="1e999"))])
     created = (await any_api.http.post(HYPERVISORS, json=body)).json()
     assert created["spec"]["bookings"][0]["consumer"]["resources"]["cpu"] == "1e999"
 
 
 async def test_fields_a_newer_operator_adds_are_kept(api: HypervisorAPI) -> None:
-    body = hypervisor("node-operator")
+    body = reported("node-operator")
     body["spec"]["futureSetting"] = {"mode": "gradual"}
     body["status"]["futureReport"] = [1, 2]
     created = await api.create(body)
@@ -117,7 +112,7 @@ async def test_the_same_object_means_the_same_under_both_crds(
     cluster: ControlPlane, reference_cluster: ControlPlane
 ) -> None:
     """Defaults and pruning differ in detail; what the gateway reads must not."""
-    body = hypervisor("node-same", bookings=[consumer(UUID, cpu=8), RESERVATION])
+    body = reported("node-same", bookings=[consumer(UUID, resources(cpu=8)), RESERVATION])
     body["status"]["conditions"] = [
         {
             "type": "Ready",
@@ -157,7 +152,7 @@ TAINTED = {
 
 def _operator_object(name: str, bookings: list[Any] | None) -> dict[str, Any]:
     """What the released operator writes, with spec.bookings if ``bookings`` is a list."""
-    body = hypervisor(name, bookings=bookings)
+    body = reported(name, bookings=bookings)
     body["spec"] |= {"version": "1877.5", "skipTests": True}
     body["status"] |= {
         "allocation": {"cpu": 100, "memory": "64Gi"},
@@ -181,7 +176,7 @@ async def test_objects_of_either_operator_crd_are_read_from_every_cluster(
     """A cluster whose CRD has no spec.bookings prunes them: the host is then untracked."""
     informer, store = await start_informer(any_cluster)
     await eventually(lambda: store.ready, 10)
-    bookings = [consumer(UUID, cpu=8), RESERVATION] if written == "bookings" else None
+    bookings = [consumer(UUID, resources(cpu=8)), RESERVATION] if written == "bookings" else None
     created = await any_api.create(_operator_object("node-operator", bookings))
     version = created["metadata"]["resourceVersion"]
     await eventually(

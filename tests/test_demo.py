@@ -20,6 +20,7 @@ from gateway.sources.demo.plan import EXAMPLE_CONSUMER
 from gateway.sources.demo.source import DemoSource, generate
 from gateway.store.store import Snapshot, Store
 from tests.objects import reference_dir
+from tests.support import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
 UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -379,11 +380,8 @@ async def test_demo_source_loads_once_and_keeps_serving() -> None:
     source = DemoSource(size=40, seed=3)
     task = asyncio.create_task(source.run(store))
     try:
-        for _ in range(200):
-            if store.ready:
-                break
-            await asyncio.sleep(0.01)
-        assert store.ready and source.status.synced and source.status.error is None
+        await eventually(lambda: store.ready)
+        assert source.status.synced and source.status.error is None
         assert source.status.confirmed_at is not None
         assert sorted(store.snapshot.by_name) == sorted(
             o["metadata"]["name"] for o in generate(40, 3)

@@ -9,6 +9,7 @@ RBAC that forgets a verb the gateway needs).
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import tomllib
@@ -21,7 +22,9 @@ import pytest
 import yaml
 
 from gateway.cli import build_cache
+from gateway.domain.flavors import load_catalog
 from gateway.http import server
+from gateway.http.capacity_metrics import FAMILIES
 from gateway.logs import FORMATS
 from gateway.settings import Settings, add_arguments, from_arguments
 from harness import controlplane
@@ -114,18 +117,19 @@ def test_every_object_is_complete_and_namespaced_objects_land_in_one_namespace()
     assert yaml.safe_load((BASE / "kustomization.yaml").read_text())["namespace"] == NAMESPACE
 
 
+def monitors() -> list[dict[str, Any]]:
+    return [
+        o for (kind, _), o in objects(DEPLOY / "monitoring").items() if kind == "ServiceMonitor"
+    ]
+
+
 async def test_probes_and_scrapes_point_to_routes_that_answer() -> None:
     paths = {
         container()["livenessProbe"]["httpGet"]["path"],
         container()["readinessProbe"]["httpGet"]["path"],
-        *(
-            e["path"]
-            for e in objects(DEPLOY / "monitoring")[("ServiceMonitor", NAMESPACE)]["spec"][
-                "endpoints"
-            ]
-        ),
+        *(e["path"] for monitor in monitors() for e in monitor["spec"]["endpoints"]),
     }
-    assert paths == {"/healthz", "/readyz", "/metrics"}
+    assert paths == {"/healthz", "/readyz", "/metrics", "/metrics/capacity"}
     async with serve(fleet.objects()) as (client, _):
         for path in paths:
             assert (await client.get(path)).status_code == 200, path
@@ -137,8 +141,7 @@ def test_ports_line_up_from_service_to_container_to_settings() -> None:
         assert container()[probe]["httpGet"]["port"] in ports
     service = objects()[("Service", NAMESPACE)]
     assert {p["targetPort"] for p in service["spec"]["ports"]} <= set(ports)
-    monitor = objects(DEPLOY / "monitoring")[("ServiceMonitor", NAMESPACE)]
-    assert {e["port"] for e in monitor["spec"]["endpoints"]} <= {
+    assert {e["port"] for monitor in monitors() for e in monitor["spec"]["endpoints"]} <= {
         p["name"] for p in service["spec"]["ports"]
     }
     env = {e["name"]: e["value"] for e in container()["env"]}
@@ -155,10 +158,9 @@ def test_selectors_select_the_pods() -> None:
         budget["spec"]["selector"]["matchLabels"],
     ):
         assert selector.items() <= pod_labels.items()
-    monitor = objects(DEPLOY / "monitoring")[("ServiceMonitor", NAMESPACE)]
-    assert (
-        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-    )
+    for monitor in monitors():
+        selector = monitor["spec"]["selector"]["matchLabels"]
+        assert selector.items() <= service["metadata"]["labels"].items()
 
 
 def test_the_pod_runs_locked_down_with_resources() -> None:
@@ -228,7 +230,9 @@ def test_kustomize_renders(directory: str) -> None:
         check=True,
     ).stdout
     kinds = [d["kind"] for d in yaml.safe_load_all(rendered)]
-    assert len(kinds) == len(list(kustomization_resources(DEPLOY / directory)))
+    kustomization = yaml.safe_load((DEPLOY / directory / "kustomization.yaml").read_text())
+    generated = len(kustomization.get("configMapGenerator", []))
+    assert len(kinds) == len(list(kustomization_resources(DEPLOY / directory))) + generated
     assert "ServiceMonitor" in kinds if directory == "monitoring" else "ServiceMonitor" not in kinds
 
 
@@ -299,3 +303,113 @@ def test_dockerignore_keeps_what_the_build_copies() -> None:
         assert (ROOT / source).exists(), source
         assert not any(fnmatch(source, pattern) for pattern in ignored), source
     assert ".git" in ignored and "tests" in ignored
+
+
+# The alerts and the dashboard on the capacity series.
+
+MONITORING = DEPLOY / "monitoring"
+PROMTOOL = Path("/usr/bin/promtool")
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+_MATCHERS = re.compile(r"\{[^}]*\}")
+_LABEL_LISTS = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
+_RANGES = re.compile(r"\[[^\]]*\]")
+_IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_:][\w:]*")
+_KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
+
+
+def metric_names(expression: str) -> set[str]:
+    """The series a PromQL expression selects: identifiers that are not a function,
+    an aggregation, a keyword, a label (in matchers or by/on lists) or a string."""
+    text = _STRINGS.sub('""', expression)
+    for pattern in (_MATCHERS, _LABEL_LISTS, _RANGES):
+        text = pattern.sub(" ", text)
+    return {
+        match.group()
+        for match in _IDENTIFIER.finditer(text)
+        if match.group().lower() not in _KEYWORDS
+        and not text[match.end() :].lstrip().startswith("(")
+    }
+
+
+def test_metric_names_are_read_out_of_expressions() -> None:
+    expression = (
+        'sum by (zone, flavor) (max without (instance) (a_b{zone=~"x|y",flavor!="c"} offset 5m))'
+        " < 1e3 or rate(c_total[5m]) > bool 2 or absent(d) unless on (name) e"
+    )
+    assert metric_names(expression) == {"a_b", "c_total", "d", "e"}
+
+
+def rule_groups() -> list[dict[str, Any]]:
+    (rule,) = (o for (kind, _), o in objects(MONITORING).items() if kind == "PrometheusRule")
+    groups: list[dict[str, Any]] = rule["spec"]["groups"]
+    return groups
+
+
+def dashboard() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((MONITORING / "capacity-dashboard.json").read_text())
+    return loaded
+
+
+def dashboard_expressions() -> list[str]:
+    return [t["expr"] for panel in dashboard()["panels"] for t in panel["targets"]]
+
+
+def promtool_check_rules(groups: list[dict[str, Any]], tmp_path: Path) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": groups}))
+    checked = subprocess.run(
+        [PROMTOOL, "check", "rules", path], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.skipif(not PROMTOOL.exists(), reason="promtool (Debian's prometheus) not installed")
+def test_every_expression_of_the_rules_and_the_dashboard_parses(tmp_path: Path) -> None:
+    alerts = {r["alert"] for g in rule_groups() for r in g["rules"]}
+    assert {
+        "HypervisorZoneFlavorSlotsLow",
+        "HypervisorFreeCapacityNegative",
+        "HypervisorGatewayStale",
+    } <= alerts
+    promtool_check_rules(rule_groups(), tmp_path)
+    # promtool checks expressions only in rule files: each one as a recording rule.
+    recorded = [
+        {"record": f"dashboard:expression_{i}", "expr": expression}
+        for i, expression in enumerate(dashboard_expressions())
+    ]
+    assert len(recorded) >= 8
+    promtool_check_rules([{"name": "dashboard", "rules": recorded}], tmp_path)
+    with pytest.raises(AssertionError):  # the check does reject a broken expression
+        promtool_check_rules(
+            [{"name": "x", "rules": [{"record": "x:y", "expr": "sum("}]}], tmp_path
+        )
+
+
+async def test_the_rules_and_the_dashboard_name_only_series_the_gateway_exports() -> None:
+    async with serve(fleet.objects(), catalog=load_catalog(None)) as (client, _):
+        texts = [(await client.get(path)).text for path in ("/metrics", "/metrics/capacity")]
+    exported = {
+        re.split(r"[{ ]", line, maxsplit=1)[0]
+        for text in texts
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+    assert set(FAMILIES) <= exported
+    exported.add("up")  # Prometheus' own, per target
+    expressions = [r["expr"] for g in rule_groups() for r in g["rules"]]
+    expressions += dashboard_expressions()
+    variables = [
+        v["query"]["query"] for v in dashboard()["templating"]["list"] if v["type"] == "query"
+    ]
+    expressions += [re.sub(r"^label_values\((\w+),.*\)$", r"\1", v) for v in variables]
+    for expression in expressions:
+        names = metric_names(expression)
+        assert names, expression
+        assert names <= exported, (expression, names - exported)
+    named = set().union(*map(metric_names, dashboard_expressions()))
+    assert {
+        "hypervisor_gateway_fleet_free",
+        "hypervisor_gateway_fleet_booked",
+        "hypervisor_gateway_fleet_overcommitted_hosts",
+        "hypervisor_gateway_flavor_slots",
+    } <= named

@@ -14,21 +14,25 @@ from strawberry.schema.config import StrawberryConfig
 
 from gateway.api.context import Context
 from gateway.api.executor import Attribute, Executor, Lookup, shortcut_resolvers
-from gateway.api.schema import schema, sdl
+from gateway.api.schema import build_schema, schema, sdl
 from gateway.domain.flavors import load_catalog
 from gateway.sources.demo.source import generate
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
 from tests import fleet, scalar_values
 
+#: One schema twice: with Strawberry's own resolvers, and with the shortcuts installed.
+Schemas = tuple[GraphQLSchema, GraphQLSchema]
+
 
 def both(
-    graphql_schema: GraphQLSchema,
+    schemas: Schemas,
     document: str,
     context: Any = None,
     variables: dict[str, Any] | None = None,
 ) -> tuple[ExecutionResult, ExecutionResult]:
-    """The answer of graphql-core's executor and of ours, checked to be the same."""
+    """graphql-core's executor on the unmodified schema, and ours with the shortcuts:
+    checked to give the same answer."""
     results = tuple(
         execute(
             graphql_schema,
@@ -37,7 +41,7 @@ def both(
             variable_values=variables,
             executor_class=executor,
         )
-        for executor in (None, Executor)
+        for graphql_schema, executor in zip(schemas, (None, Executor), strict=True)
     )
     plain, short = results
     assert isinstance(plain, ExecutionResult) and isinstance(short, ExecutionResult)
@@ -47,6 +51,8 @@ def both(
 
 
 # -- the real schema, on a fleet with every kind of object ---------------------------
+
+REAL: Schemas = (build_schema(shortcuts=False)._schema, schema._schema)
 
 store = Store()
 store.replace([*fleet.objects(), *generate(20, seed=1, bookings_per_host=5)])
@@ -63,8 +69,11 @@ def test_the_hot_fields_take_the_short_path() -> None:
     fields = schema._schema.type_map["Hypervisor"].fields  # type: ignore[union-attr]
     assert type(fields["name"].resolve) is Attribute
     assert type(fields["resource"].resolve) is Lookup
+    own = REAL[0].type_map["Hypervisor"].fields  # type: ignore[union-attr]
+    assert not isinstance(own["name"].resolve, Attribute | Lookup)
+    assert not isinstance(own["resource"].resolve, Attribute | Lookup)
     plain, _ = both(
-        schema._schema,
+        REAL,
         '{ hypervisors { nodes { name zone cpu: resource(name: "cpu") { free capacity }'
         ' gpu: resource(name: "nvidia.com/gpu") { free } warnings } } }',
         CONTEXT,
@@ -76,7 +85,7 @@ def test_capacity_views_and_slots_answer_alike() -> None:
     fields = schema._schema.type_map["ResourceCapacity"].fields  # type: ignore[union-attr]
     assert type(fields["available"].resolve) is Attribute
     plain, _ = both(
-        schema._schema,
+        REAL,
         '{ hypervisors(filter: {view: ALLOCATION}) { nodes { name cpu: resource(name: "cpu") {'
         " free available basis used unallocated utilization overcommitted } } }"
         " fleetCapacity(groupBy: ZONE) { key trackedHosts resources { name available used"
@@ -90,7 +99,7 @@ def test_capacity_views_and_slots_answer_alike() -> None:
 
 def test_lookup_arguments_from_variables_and_aliases() -> None:
     both(
-        schema._schema,
+        REAL,
         "query($a: String!, $b: String!) { hypervisors { nodes {"
         " a: resource(name: $a) { name free } b: resource(name: $b) { name free }"
         " zone: label(key: $a) } } }",
@@ -108,7 +117,7 @@ def test_lookup_arguments_from_variables_and_aliases() -> None:
     )
 )
 def test_generated_queries_answer_alike(query: str) -> None:
-    both(schema._schema, query, CONTEXT)
+    both(REAL, query, CONTEXT)
 
 
 # -- errors and nulls, on a schema made to produce them ------------------------------
@@ -166,10 +175,10 @@ class Root:
 
 
 @pytest.fixture(scope="module")
-def machines() -> GraphQLSchema:
+def machines() -> Schemas:
     built = strawberry.Schema(query=Root)
     shortcut_resolvers(built, [("Machine", "part")])
-    return built._schema
+    return strawberry.Schema(query=Root)._schema, built._schema
 
 
 @pytest.mark.parametrize(
@@ -186,7 +195,7 @@ def machines() -> GraphQLSchema:
     ],
 )
 def test_errors_and_nulls_read_as_graphql_core_words_them(
-    machines: GraphQLSchema, document: str, errors: int
+    machines: Schemas, document: str, errors: int
 ) -> None:
     plain, _ = both(machines, document)
     assert len(plain.errors or ()) == errors

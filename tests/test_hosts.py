@@ -9,11 +9,10 @@ import pytest
 import websockets
 
 from gateway.cli import allowed_hosts
-from gateway.http.app import create_app
 from gateway.http.hosts import host_name, parse_allowed_hosts
 from gateway.settings import Settings
 from tests import fleet
-from tests.support import StaticSource, run_server
+from tests.support import run_server, serve
 
 REFUSED = (
     "is not served: without authentication the gateway answers only for loopback names "
@@ -23,13 +22,9 @@ REFUSED = (
 
 @pytest.fixture
 async def gateway() -> AsyncIterator[httpx.AsyncClient]:
-    source = StaticSource(fleet.objects())
-    app = create_app(source, allowed_hosts=("gateway.example", "127.0.0.1"))
-    async with app.router.lifespan_context(app):
-        await source.loaded.wait()
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport) as client:
-            yield client
+    allowed = ("gateway.example", "127.0.0.1")
+    async with serve(fleet.objects(), base_url="", allowed_hosts=allowed) as (client, _):
+        yield client
 
 
 @pytest.mark.parametrize(
@@ -92,12 +87,8 @@ async def test_websocket_handshakes_are_checked_too() -> None:
 
 
 async def test_without_a_list_every_host_is_served() -> None:
-    source = StaticSource(fleet.objects())
-    app = create_app(source)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://evil.example") as c:
-            assert (await c.get("/graphql?query={__typename}")).status_code == 200
+    async with serve(fleet.objects(), base_url="http://evil.example") as (client, _):
+        assert (await client.get("/graphql?query={__typename}")).status_code == 200
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,9 @@ from gateway.sources.files import FileSource
 from gateway.sources.kubernetes.credentials import load_client_config
 from gateway.sources.kubernetes.informer import HypervisorInformer
 from harness.controlplane import ControlPlane
-from tests.kubeapi import HypervisorAPI, consumer, eventually, hypervisor
-from tests.support import run_server
+from tests.kubeapi import HypervisorAPI
+from tests.objects import consumer, reported, resources
+from tests.support import eventually, listening, run_server
 
 C1 = "aaaaaaaa-0000-4000-8000-000000000001"
 C2 = "aaaaaaaa-0000-4000-8000-000000000002"
@@ -69,16 +70,19 @@ async def test_cluster_changes_reach_queries_and_subscriptions(
         async with run_server(informer) as (address, store):
             await eventually(lambda: store.ready, within=30)
             changes = await Subscriber.open(address, WATCH)
-            await asyncio.sleep(0.2)
+            await listening(address)
 
             # cpu 64 x 2.0 = 128; booked 4
-            await api.create(hypervisor("live-1", zone="live-zone", bookings=[consumer(C1)]))
+            await api.create(
+                reported("live-1", zone="live-zone", bookings=[consumer(C1, resources())])
+            )
             added = (await changes.next())["hypervisorChanged"]
             assert added["type"] == "ADDED" and added["hypervisor"]["name"] == "live-1"
             await eventually(lambda: _free(address, "124"), within=10)
 
             # A spec write (a new booking) and a status write (more cores).
-            await api.patch("live-1", {"spec": {"bookings": [consumer(C1), consumer(C2, cpu=10)]}})
+            bookings = [consumer(C1, resources()), consumer(C2, resources(cpu=10))]
+            await api.patch("live-1", {"spec": {"bookings": bookings}})
             modified = await _until(
                 changes, lambda c: c["hypervisor"]["resource"]["booked"] == "14"
             )
@@ -116,7 +120,7 @@ async def file_gateway(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
     fleet = tmp_path / "fleet"
     fleet.mkdir()
     (fleet / "live-1.yaml").write_text(
-        yaml.safe_dump(hypervisor("live-1", zone="live-zone", bookings=[consumer(C1)]))
+        yaml.safe_dump(reported("live-1", zone="live-zone", bookings=[consumer(C1, resources())]))
     )
     async with run_server(FileSource(fleet, poll_interval=0.1)) as (address, store):
         await eventually(lambda: store.ready, within=10)
@@ -136,7 +140,11 @@ async def test_file_changes_reach_queries_and_subscriptions(file_gateway: tuple[
 
     (fleet / "live-1.yaml").write_text(
         yaml.safe_dump(
-            hypervisor("live-1", zone="live-zone", bookings=[consumer(C1), consumer(C2, cpu=10)])
+            reported(
+                "live-1",
+                zone="live-zone",
+                bookings=[consumer(C1, resources()), consumer(C2, resources(cpu=10))],
+            )
         )
     )
     modified = (await changes.next())["hypervisorChanged"]

@@ -153,7 +153,8 @@ async def test_one_line_per_request_without_secrets(caplog: pytest.LogCaptureFix
         )
         await client.get("/healthz")
         await client.get("/static/dashboard.css")
-    post_line, get_line, probe, asset = (
+        await client.get("/metrics/capacity")
+    post_line, get_line, probe, asset, scrape = (
         r for r in caplog.records if r.name == "gateway.http.access"
     )
     assert post_line.levelno == logging.INFO
@@ -165,6 +166,7 @@ async def test_one_line_per_request_without_secrets(caplog: pytest.LogCaptureFix
     assert get_line.request_id == get.headers["x-request-id"]
     assert (probe.levelno, probe.path) == (logging.DEBUG, "/healthz")
     assert (asset.levelno, asset.status) == (logging.DEBUG, 200)
+    assert (scrape.levelno, scrape.path) == (logging.DEBUG, "/metrics/capacity")
     assert not hasattr(probe, "operation")
     for entry in (post_line, get_line, probe):
         assert SECRET not in JsonFormatter().format(entry)

@@ -14,15 +14,13 @@ import pytest
 import websockets
 from kubernetes.aio import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
-from starlette.applications import Starlette
 
-from gateway.http.app import create_app
 from gateway.http.auth import KubernetesAuthorizer
 from gateway.http.cache import BoundedMemoryCache, ResponseCache
 from gateway.http.metrics import Metrics, OperationNames
 from gateway.store.store import Store
 from tests import fleet, objects
-from tests.support import StaticSource, run_server
+from tests.support import StaticSource, run_server, serve
 
 P = "hypervisor_gateway_"
 
@@ -30,10 +28,9 @@ P = "hypervisor_gateway_"
 class Gateway:
     """The real app with its lifespan running, its source and store, and a client."""
 
-    def __init__(self, app: Starlette, source: StaticSource, client: httpx.AsyncClient) -> None:
-        self.app = app
+    def __init__(self, source: StaticSource, store: Store, client: httpx.AsyncClient) -> None:
         self.source = source
-        self.store: Store = app.state.store
+        self.store = store
         self.client = client
 
     async def scrape(self, accept: str | None = None) -> dict[tuple[str, frozenset[Any]], float]:
@@ -57,12 +54,9 @@ class Gateway:
 @contextlib.asynccontextmanager
 async def gateway(objs: list[dict[str, Any]], **options: Any) -> AsyncIterator[Gateway]:
     source = StaticSource(objs)
-    app = create_app(source, Store(), **options)
-    async with app.router.lifespan_context(app):
+    async with serve(source, **options) as (client, store):
         await source.loaded.wait()
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
-            yield Gateway(app, source, client)
+        yield Gateway(source, store, client)
 
 
 @pytest.fixture

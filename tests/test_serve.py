@@ -20,7 +20,7 @@ from gateway.http.app import create_app
 from gateway.http.serve import GracefulServer, WebSocketTracker
 from gateway.store.store import Store
 from tests import fleet
-from tests.support import StaticSource
+from tests.support import StaticSource, eventually
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBSCRIPTION = "subscription { fleetCapacityChanged(groupBy: ZONE) { key } }"
@@ -58,8 +58,7 @@ async def test_shutdown_closes_subscriptions_of_both_protocols_with_1001() -> No
     config = server.config(tracker, host="127.0.0.1", port=0, log_level="warning")
     graceful = GracefulServer(config, tracker)
     task = asyncio.create_task(graceful.serve())
-    while not graceful.started:  # noqa: ASYNC110 - uvicorn only exposes a flag
-        await asyncio.sleep(0.01)
+    await eventually(lambda: graceful.started)  # uvicorn only exposes a flag
     port = graceful.servers[0].sockets[0].getsockname()[1]
     url = f"ws://127.0.0.1:{port}/graphql"
     try:

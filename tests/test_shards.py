@@ -44,3 +44,13 @@ def test_a_change_copies_one_shard_and_shares_the_others() -> None:
     shared = sum(a is b for a, b in zip(changed._shards, removed._shards, strict=True))
     assert shared == SHARDS - 1 and "node00042" not in removed and len(removed) == 1999
     assert removed.delete("node00042") is removed  # nothing to delete: the same map
+
+
+def test_readers_see_the_shards_a_change_shares() -> None:
+    fleet = ShardedMap({f"node{i:05d}": i for i in range(500)})
+    changed = fleet.set("node00007", -7)
+    pairs = list(zip(fleet.shards(), changed.shards(), strict=True))
+    assert len(pairs) == SHARDS
+    (new,) = [b for a, b in pairs if a is not b]
+    assert new["node00007"] == -7
+    assert {k: v for shard in changed.shards() for k, v in shard.items()} == dict(changed)

@@ -14,7 +14,7 @@ import websockets
 from gateway.api.totals import fleet_groups
 from gateway.store.store import Store
 from tests import fleet
-from tests.support import run_server
+from tests.support import listening, run_server
 
 TRANSPORT_WS = "graphql-transport-ws"
 LEGACY_WS = "graphql-ws"
@@ -84,7 +84,7 @@ async def test_hypervisor_changed(server: tuple[str, Store], protocol: str) -> N
             """subscription { hypervisorChanged(filter: {zone: "qa-de-1a"}) {
             type hypervisor { name resource(name: "cpu") { free } } } }""",
         )
-        await asyncio.sleep(0.1)
+        await listening(address)
         store.upsert(modified("node-a", "10"))  # booked 16+10+4 = 30, free 474
         store.delete("node-c")
         store.upsert(modified("node-b", "10"))  # other zone: not seen
@@ -112,7 +112,7 @@ async def test_moving_out_of_the_filter_reads_as_deleted(server: tuple[str, Stor
             """subscription { hypervisorChanged(filter: {zone: "qa-de-1a"}) {
             type hypervisor { name zone } } }""",
         )
-        await asyncio.sleep(0.1)
+        await listening(address)
         moved = modified("node-a", "10")
         moved["metadata"]["labels"]["topology.kubernetes.io/zone"] = "qa-de-1b"
         store.upsert(moved)
@@ -241,7 +241,7 @@ async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, 
         await client.subscribe(
             "1", "subscription { hypervisorChanged { type hypervisor { name } } }"
         )
-        await asyncio.sleep(0.1)
+        await listening(address)
         for n in range(3000):  # far more than the per-subscriber queue (1000) in one go
             store.upsert(modified("node-a", str(n % 200 + 1)))
         seen = 0
@@ -276,7 +276,7 @@ async def test_a_relist_brings_subscribers_to_the_true_state(server: tuple[str, 
             "1",
             'subscription { hypervisorChanged { type hypervisor { name resource(name: "cpu") { booked } } } }',
         )
-        await asyncio.sleep(0.1)
+        await listening(address)
         # A relist: node-c vanished while disconnected, node-a changed, node-e is new.
         objects = [o for o in fleet.objects() if o["metadata"]["name"] != "node-c"]
         objects[0] = modified("node-a", "10")

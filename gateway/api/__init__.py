@@ -6,6 +6,27 @@ no Starlette, uvicorn, Kubernetes or aiohttp here.
 
 from __future__ import annotations
 
+from gateway.api.budget import TIMEOUT, TOO_LARGE, Budget, Overrun
 from gateway.api.context import Context
+from gateway.api.cost import Profile, estimate
+from gateway.api.executor import Executor
+from gateway.api.limits import LimitError, Limits, check_document
+from gateway.api.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema, sdl
 
-__all__ = ["Context"]
+__all__ = [
+    "LIVE_FIELDS",
+    "LOOKUP_FIELDS",
+    "TIMEOUT",
+    "TOO_LARGE",
+    "Budget",
+    "Context",
+    "Executor",
+    "LimitError",
+    "Limits",
+    "Overrun",
+    "Profile",
+    "check_document",
+    "estimate",
+    "schema",
+    "sdl",
+]

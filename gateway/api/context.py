@@ -68,7 +68,8 @@ class Context:
 
     @property
     def snapshot(self) -> Snapshot:
-        return self._snapshot or self.store.snapshot
+        # Not `or`: an empty fleet's snapshot is falsy, and it is pinned all the same.
+        return self.store.snapshot if self._snapshot is None else self._snapshot
 
     def for_operation(self) -> Context:
         """A context pinned to the current snapshot, for one query.

@@ -278,15 +278,20 @@ class Query:
 DIRECT_LOOKUPS = (("Hypervisor", "resource"), ("Hypervisor", "label"))
 
 
-def build_schema() -> strawberry.Schema:
+def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
     """The schema. One instance serves both transports, whose limits are the
-    gateway's own (gateway.http.operations, gateway.http.execution), not Strawberry extensions."""
+    gateway's own (gateway.http.operations, gateway.http.execution), not Strawberry extensions.
+
+    Without ``shortcuts`` every field keeps Strawberry's own resolver: what the
+    short-path executor's answers are checked against.
+    """
     built = strawberry.Schema(
         query=Query,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),
     )
-    shortcut_resolvers(built, DIRECT_LOOKUPS)
+    if shortcuts:
+        shortcut_resolvers(built, DIRECT_LOOKUPS)
     return built
 
 

@@ -3,3 +3,25 @@ static pages and the server.
 
 It builds on :mod:`gateway.api` and :mod:`gateway.store`; only the CLI imports it.
 """
+
+from __future__ import annotations
+
+from gateway.http.app import create_app
+from gateway.http.auth import AllowAll, Authorizer, KubernetesAuthorizer
+from gateway.http.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.http.hosts import parse_allowed_hosts
+from gateway.http.metrics import Metrics
+from gateway.http.serve import serve
+
+__all__ = [
+    "AllowAll",
+    "Authorizer",
+    "BoundedMemoryCache",
+    "KubernetesAuthorizer",
+    "Metrics",
+    "ResponseCache",
+    "create_app",
+    "parse_allowed_hosts",
+    "redis_backend",
+    "serve",
+]

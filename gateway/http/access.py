@@ -27,7 +27,7 @@ __all__ = ["RequestObserver"]
 
 log = logging.getLogger("gateway.http.access")
 
-QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/metrics/capacity"})
 QUIET_PREFIX = "/static/"
 
 

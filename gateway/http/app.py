@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -24,6 +24,7 @@ from gateway.http.access import RequestObserver
 from gateway.http.assets import routes as page_routes
 from gateway.http.auth import Authorizer
 from gateway.http.cache import ResponseCache
+from gateway.http.capacity_metrics import CONTENT_TYPE, CapacityExposition, pieces
 from gateway.http.execution import Execution
 from gateway.http.graphql import GraphQLEndpoint
 from gateway.http.hosts import HostCheck
@@ -133,6 +134,13 @@ def create_app(
     )
     metrics = metrics or Metrics()
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
+    exposition = CapacityExposition(store, catalog)
+
+    async def capacity_metrics(request: Request) -> Response:
+        # In a thread: the first scrape of a large fleet formats every host once.
+        chunks = await asyncio.to_thread(exposition.chunks)
+        return StreamingResponse(pieces(chunks), headers={"content-type": CONTENT_TYPE})
+
     app = Starlette(
         routes=[
             # Every method reaches the endpoint, whose 405 lists the methods that work.
@@ -141,6 +149,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics.endpoint),
+            Route("/metrics/capacity", capacity_metrics),
             *page_routes(),
         ],
         lifespan=lifespan,

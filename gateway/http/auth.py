@@ -100,6 +100,7 @@ class KubernetesAuthorizer:
         on_decision: Callable[[str], None] | None = None,
         credentials: Callable[[], Awaitable[None]] | None = None,
         reload_interval: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.authentication = k8s.AuthenticationV1Api(api)
         self.authorization = k8s.AuthorizationV1Api(api)
@@ -107,6 +108,7 @@ class KubernetesAuthorizer:
         self.denied_ttl = denied_ttl
         self.max_entries = max_entries
         self.on_decision = on_decision
+        self._clock = clock
         self._cache: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
         self._pending: dict[str, asyncio.Future[Verdict]] = {}
         #: Loads the gateway's credentials into the client again (token and certificate).
@@ -120,7 +122,7 @@ class KubernetesAuthorizer:
             return self._record(Verdict(Decision.INVALID, None, "no bearer token"))
         key = hashlib.sha256(token.encode()).hexdigest()
         cached = self._cache.get(key)
-        if cached is not None and cached[0] > time.monotonic():
+        if cached is not None and cached[0] > self._clock():
             self._cache.move_to_end(key)
             return cached[1]
         pending = self._pending.get(key)
@@ -139,7 +141,7 @@ class KubernetesAuthorizer:
             del self._pending[key]
         if verdict.decision is not Decision.ERROR:
             ttl = self.allowed_ttl if verdict.allowed else self.denied_ttl
-            self._cache[key] = (time.monotonic() + ttl, verdict)
+            self._cache[key] = (self._clock() + ttl, verdict)
             while len(self._cache) > self.max_entries:
                 self._cache.popitem(last=False)
         return verdict
@@ -210,9 +212,9 @@ class KubernetesAuthorizer:
         if self._credentials is None:
             return False
         async with self._reloading:
-            if time.monotonic() - self._reloaded_at < self.reload_interval:
+            if self._clock() - self._reloaded_at < self.reload_interval:
                 return True
-            self._reloaded_at = time.monotonic()
+            self._reloaded_at = self._clock()
             log.warning("the API server refused the gateway's credentials; loading them again")
             try:
                 await self._credentials()

@@ -7,8 +7,19 @@ that shows its :class:`SyncStatus`, need not import the sources.
 
 from __future__ import annotations
 
+from gateway.store.collector import collector_paused
 from gateway.store.feed import Feed
 from gateway.store.source import Source, SyncStatus
 from gateway.store.store import Batch, Change, ChangeType, Snapshot, Store
 
-__all__ = ["Batch", "Change", "ChangeType", "Feed", "Snapshot", "Source", "Store", "SyncStatus"]
+__all__ = [
+    "Batch",
+    "Change",
+    "ChangeType",
+    "Feed",
+    "Snapshot",
+    "Source",
+    "Store",
+    "SyncStatus",
+    "collector_paused",
+]

@@ -78,6 +78,12 @@ class ShardedMap(Mapping[str, _V]):
     def __iter__(self) -> Iterator[str]:
         return itertools.chain.from_iterable(self._shards)
 
+    def shards(self) -> tuple[Mapping[str, _V], ...]:
+        """The shards, always :data:`SHARDS` of them; a shard no change touched is the
+        same object in both maps, so a reader that keeps what it derived per shard
+        redoes only the shards that changed (the capacity series do)."""
+        return self._shards
+
     def __len__(self) -> int:
         return self._len
 

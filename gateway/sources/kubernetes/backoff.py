@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 
 __all__ = ["Backoff"]
 
@@ -16,13 +17,20 @@ class Backoff:
     long delay left over from an outage hours ago.
     """
 
-    def __init__(self, initial: float = 0.8, cap: float = 30.0, reset_after: float = 60.0) -> None:
+    def __init__(
+        self,
+        initial: float = 0.8,
+        cap: float = 30.0,
+        reset_after: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.initial, self.cap, self.reset_after = initial, cap, reset_after
+        self._clock = clock
         self._attempts = 0
         self._last_failure = float("-inf")
 
     def next_delay(self) -> float:
-        now = time.monotonic()
+        now = self._clock()
         if now - self._last_failure > self.reset_after:
             self._attempts = 0
         self._last_failure = now

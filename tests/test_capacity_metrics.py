@@ -1,0 +1,289 @@
+"""The capacity series: what they say, what they leave out, and what Prometheus reads."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from gateway.domain import fleet, slots
+from gateway.domain.flavors import load_catalog, parse_catalog
+from gateway.http.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposition, pieces
+from gateway.sources.demo.source import generate
+from gateway.store.store import Store
+from tests import fleet as hand_made
+from tests.objects import hypervisor
+from tests.support import query, run_server, serve
+
+PROMETHEUS = Path("/usr/bin/prometheus")
+PROMTOOL = Path("/usr/bin/promtool")
+CATALOG = parse_catalog([{"name": "small", "vcpus": 4, "ram": 16384}], "test")
+HOST = 'name="{}",zone="{}",building_block="{}",worker_group="",maintenance="{}"'
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def exposition(objects: list[dict[str, Any]], catalog: Any = CATALOG) -> CapacityExposition:
+    store = Store()
+    store.replace(objects)
+    return CapacityExposition(store, catalog)
+
+
+def samples(text: bytes) -> Samples:
+    """Every sample by name and labels, through prometheus-client's own parser."""
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+    }
+
+
+def value(found: Samples, metric: str, /, **labels: str) -> float | None:
+    return found.get((metric, frozenset(labels.items())))
+
+
+def host_labels(
+    name: str, zone: str, bb: str, maintenance: str = "", **more: str
+) -> dict[str, str]:
+    labels = dict(name=name, zone=zone, building_block=bb, worker_group="", maintenance=maintenance)
+    return labels | more
+
+
+def test_hosts_export_their_figures_and_unknown_ones_are_absent() -> None:
+    found = samples(exposition(hand_made.objects()).render())
+    a = host_labels("node-a", "qa-de-1a", "bb01", resource="cpu")
+    assert value(found, "hypervisor_gateway_hypervisor_physical", **a) == 256
+    assert value(found, "hypervisor_gateway_hypervisor_capacity", **a) == 504
+    assert value(found, "hypervisor_gateway_hypervisor_reserved", **a) == 4
+    assert value(found, "hypervisor_gateway_hypervisor_booked", **a) == 28
+    assert value(found, "hypervisor_gateway_hypervisor_free", **a) == 476
+    assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 30
+    assert value(found, "hypervisor_gateway_hypervisor_available", **a, basis="BOOKINGS") == 476
+    b = host_labels("node-b", "qa-de-1b", "bb02", resource="cpu")
+    assert value(found, "hypervisor_gateway_hypervisor_free", **b) == -4  # never clamped
+    # Not tracked: booked, reserved and free are unknown, so absent (not 0).
+    d = host_labels("node-d", "qa-de-1b", "bb02", "manual", resource="cpu")
+    assert value(found, "hypervisor_gateway_hypervisor_available", **d, basis="ALLOCATION") == 28
+    for figure in ("reserved", "booked", "free"):
+        assert value(found, f"hypervisor_gateway_hypervisor_{figure}", **d) is None
+    # No status: only what the bookings say.
+    names = {name for name, labels in found if ("name", "node-c") in labels}
+    assert names == {
+        "hypervisor_gateway_hypervisor_booked",
+        "hypervisor_gateway_hypervisor_reserved",
+    }
+
+
+def test_group_totals_and_slots_are_the_fleet_and_slot_figures() -> None:
+    objects = generate(60, seed=3)
+    catalog = load_catalog(None)
+    rendered = exposition(objects, catalog)
+    found = samples(rendered.render())
+    records = list(rendered.store.snapshot.by_name.values())
+    for zone, in_zone in fleet.group(records, fleet.Grouping.ZONE):
+        for bb, members in fleet.group(in_zone, fleet.Grouping.BUILDING_BLOCK):
+            group = {"zone": zone or "", "building_block": bb or ""}
+            assert value(found, "hypervisor_gateway_fleet_hosts", **group) == len(members)
+            ((_, totals),) = [
+                (g.key, g.resources) for g in fleet.fleet_capacity(members, fleet.Grouping.NONE)
+            ]
+            for resource in totals.values():
+                for figure in ("physical", "capacity", "booked", "free", "available"):
+                    expected = getattr(resource, figure)
+                    got = value(
+                        found, f"hypervisor_gateway_fleet_{figure}", **group, resource=resource.name
+                    )
+                    assert got == (None if expected is None else float(expected)), (group, figure)
+            for flavor in catalog.flavors:
+                (counted,) = slots.slot_groups(members, flavor.resources, fleet.Grouping.NONE)
+                got = value(found, "hypervisor_gateway_flavor_slots", **group, flavor=flavor.name)
+                assert got == counted.slots
+                room = value(
+                    found, "hypervisor_gateway_flavor_hosts_with_room", **group, flavor=flavor.name
+                )
+                assert room == counted.hosts_with_room
+
+
+def test_a_scrape_follows_every_change_and_reuses_an_unchanged_snapshot() -> None:
+    objects = hand_made.objects()
+    rendered = exposition(objects)
+    first = rendered.chunks()
+    assert rendered.chunks() is first  # same snapshot: the same pieces
+    changed = hand_made.objects()[0]
+    changed["metadata"]["resourceVersion"] = "2"
+    changed["status"]["allocation"]["cpu"] = "31"
+    rendered.store.upsert(changed)
+    found = samples(rendered.render())
+    a = host_labels("node-a", "qa-de-1a", "bb01", resource="cpu")
+    assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 31
+    group = {"zone": "qa-de-1a", "building_block": "bb01", "resource": "cpu"}
+    assert value(found, "hypervisor_gateway_fleet_allocated", **group) == 31
+    rendered.store.delete("node-a")
+    found = samples(rendered.render())
+    assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) is None
+    assert (
+        value(found, "hypervisor_gateway_fleet_hosts", zone="qa-de-1a", building_block="bb01") == 1
+    )
+
+
+def test_a_host_written_again_with_new_labels_is_formatted_again() -> None:
+    rendered = exposition(hand_made.objects())
+    first = rendered.render()
+    again = hand_made.objects()
+    for obj in again:  # every record new, as after node agents' status round
+        obj["metadata"]["resourceVersion"] = "2"
+    rendered.store.replace(again)
+    assert rendered.render() == first
+    again[0]["metadata"]["resourceVersion"] = "3"
+    again[0]["spec"]["maintenance"] = "auto"
+    rendered.store.replace(again)
+    found = samples(rendered.render())
+    a = host_labels("node-a", "qa-de-1a", "bb01", "auto", resource="cpu")
+    assert value(found, "hypervisor_gateway_hypervisor_free", **a) == 476
+    assert value(found, "hypervisor_gateway_hypervisor_free", **a | {"maintenance": ""}) is None
+
+
+def test_label_values_are_escaped() -> None:
+    odd = 'we"ird\\zone\nx'
+    obj = hypervisor(
+        "odd", labels={"topology.kubernetes.io/zone": odd}, status={"capacity": {"cpu": 8}}
+    )
+    found = samples(exposition([obj]).render())
+    labels = host_labels("odd", odd, "", resource="cpu")
+    assert value(found, "hypervisor_gateway_hypervisor_physical", **labels) == 8
+
+
+def test_every_family_has_help_and_type_even_over_an_empty_fleet() -> None:
+    text = exposition([]).render().decode()
+    for family in FAMILIES:
+        assert f"# HELP {family} " in text and f"# TYPE {family} gauge\n" in text
+
+
+@pytest.mark.skipif(not PROMTOOL.exists(), reason="promtool (Debian's prometheus) not installed")
+def test_promtool_finds_nothing_to_complain_about() -> None:
+    text = exposition(generate(200, seed=0), load_catalog(None)).render()
+    checked = subprocess.run(
+        [PROMTOOL, "check", "metrics"], input=text, capture_output=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout + checked.stderr == b""
+
+
+def test_pieces_are_the_chunks_joined_about_a_size_at_a_time() -> None:
+    chunks = [b"a" * 3, b"b" * 5, b"c", b"d" * 7, b"e"]
+    sent = list(pieces(chunks, size=6))
+    assert sent == [b"aaabbbbb", b"cddddddd", b"e"]
+    assert list(pieces([], size=6)) == []
+
+
+async def test_the_path_is_served_beside_metrics_with_the_same_host_check() -> None:
+    async with serve(hand_made.objects(), allowed_hosts=()) as (client, _):
+        response = await client.get("/metrics/capacity", headers={"host": "127.0.0.1"})
+        assert response.status_code == 200
+        assert response.headers["content-type"] == CONTENT_TYPE
+        assert "hypervisor_gateway_hypervisor_free{" in response.text
+        refused = await client.get("/metrics/capacity", headers={"host": "evil.example"})
+        assert (
+            refused.status_code
+            == (await client.get("/metrics", headers={"host": "evil.example"})).status_code
+            == 421
+        )
+
+
+# A real Prometheus scraping the real app.
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.asynccontextmanager
+async def prometheus(target: str) -> AsyncIterator[httpx.AsyncClient]:
+    """Prometheus on loopback scraping ``target``'s /metrics/capacity every second."""
+    with tempfile.TemporaryDirectory() as directory:
+        config = Path(directory) / "prometheus.yml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                    "scrape_configs": [
+                        {
+                            "job_name": "capacity",
+                            "metrics_path": "/metrics/capacity",
+                            "static_configs": [{"targets": [target]}],
+                        }
+                    ],
+                }
+            )
+        )
+        port = _free_port()
+        process = await asyncio.create_subprocess_exec(
+            PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={directory}/data",
+            f"--web.listen-address=127.0.0.1:{port}",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+                yield client
+        finally:
+            process.terminate()
+            _, errors = await process.communicate()
+            if process.returncode not in (0, -15):
+                raise AssertionError(errors.decode())
+
+
+async def _scraped(client: httpx.AsyncClient, expression: str, seconds: float = 30) -> list[Any]:
+    """The result of an instant query, once it is non-empty (Prometheus has scraped)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            response = await client.get("/api/v1/query", params={"query": expression})
+            result: list[Any] = (
+                response.json()["data"]["result"] if response.status_code == 200 else []
+            )
+            if result:
+                return result
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"no series for {expression} after {seconds} s")
+
+
+FLEET_BY_ZONE = "{ fleetCapacity(groupBy: ZONE) { key resources { name free available } } }"
+
+
+@pytest.mark.skipif(not PROMETHEUS.exists(), reason="Debian's prometheus not installed")
+async def test_prometheus_sums_per_zone_what_the_api_totals_per_zone() -> None:
+    async with run_server(generate(120, seed=1)) as (address, _), prometheus(address) as client:
+        async with httpx.AsyncClient(base_url=f"http://{address}") as api:
+            zones = (await query(api, FLEET_BY_ZONE))["fleetCapacity"]
+        for figure in ("free", "available"):
+            expression = f'sum by (zone) (hypervisor_gateway_hypervisor_{figure}{{resource="cpu"}})'
+            summed = {
+                r["metric"].get("zone", ""): Decimal(r["value"][1])
+                for r in await _scraped(client, expression)
+            }
+            expected = {
+                group["key"] or "": Decimal(resource[figure])
+                for group in zones
+                for resource in group["resources"]
+                if resource["name"] == "cpu" and resource[figure] is not None
+            }
+            assert summed == expected, figure
+            assert len(expected) > 1

@@ -1,0 +1,47 @@
+"""The resolvers' context: which snapshot a request sees."""
+
+from __future__ import annotations
+
+from gateway.api.context import Context
+from gateway.store.feed import Feed
+from gateway.store.source import SyncStatus
+from gateway.store.store import Store
+from tests.objects import hypervisor
+
+
+def context(store: Store, *, pinned: bool) -> Context:
+    return Context(store, SyncStatus("test"), Feed(store), pinned=pinned)
+
+
+def test_a_pinned_empty_snapshot_stays_pinned() -> None:
+    # An empty Snapshot is falsy (it has a length): the pin must not depend on it.
+    store = Store()
+    pinned = context(store, pinned=True)
+    empty = store.snapshot
+    store.replace([hypervisor("node-1")])
+    assert pinned.snapshot is empty
+    assert len(pinned.snapshot) == 0
+
+
+def test_a_pinned_snapshot_ignores_later_changes() -> None:
+    store = Store()
+    store.replace([hypervisor("node-1")])
+    pinned = context(store, pinned=True)
+    store.replace([hypervisor("node-1"), hypervisor("node-2")])
+    assert len(pinned.snapshot) == 1
+
+
+def test_an_unpinned_context_follows_the_store() -> None:
+    store = Store()
+    following = context(store, pinned=False)
+    store.replace([hypervisor("node-1")])
+    assert following.snapshot is store.snapshot
+    assert len(following.snapshot) == 1
+
+
+def test_for_operation_pins_the_current_snapshot() -> None:
+    store = Store()
+    operation = context(store, pinned=False).for_operation()
+    current = store.snapshot
+    store.replace([hypervisor("node-1")])
+    assert operation.snapshot is current
