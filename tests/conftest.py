@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from gateway.sources.kubernetes.backoff import Backoff
 from gateway.sources.kubernetes.credentials import load_client_config
@@ -22,6 +23,11 @@ from tests.objects import BOOKINGS_CRD, RELEASED_CRD, reference_dir
 from tests.tcpproxy import TcpProxy
 
 REFERENCE_DIR = reference_dir()
+
+# No per-example deadline: speed is measured by the benchmarks, and on a shared
+# two-core machine a slow example says nothing about the property being checked.
+settings.register_profile("gateway", deadline=None)
+settings.load_profile("gateway")
 
 
 def _reference_crd(name: str) -> Path:
