@@ -9,6 +9,11 @@ copies a shard of the map by name, not the whole fleet (:mod:`gateway.shards`).
 Indexes (by consumer, zone, aggregate, trait) are built lazily, once per
 snapshot, by the first query that needs them: under churn a snapshot nobody
 queries costs no indexing at all.
+
+Sums over the whole fleet (fleet totals, slots per flavor) are kept in ledgers
+(:mod:`gateway.ledger`): the first question counts one from the fleet, and every
+later snapshot carries it forward by the changes that made it, so that under
+churn a question reads sums instead of recounting every host.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 from gateway.bulk import collector_paused, settle
 from gateway.domain import ConsumerBooking, Hypervisor
+from gateway.ledger import Ledger, Tally
 from gateway.parse import ParseError, parse_hypervisor
 from gateway.shards import ShardedMap
 
@@ -53,12 +59,36 @@ class Snapshot:
     """An immutable view of the fleet at one store generation."""
 
     def __init__(
-        self, generation: int, hypervisors: ShardedMap[Hypervisor], resource_version: str | None
+        self,
+        generation: int,
+        hypervisors: ShardedMap[Hypervisor],
+        resource_version: str | None,
+        ledgers: dict[Tally, Ledger] | None = None,
     ) -> None:
         self.generation = generation
         self.by_name = hypervisors
         #: The source's position at this change (a list or event resourceVersion).
         self.resource_version = resource_version
+        self._ledgers = ledgers or {}
+
+    def ledger(self, tally: Tally) -> Ledger:
+        """The sums ``tally`` keeps over this fleet: carried forward from the previous
+        snapshot's by the store, or counted here by the first question that needs them."""
+        found = self._ledgers.get(tally)
+        if found is None:
+            found = self._ledgers[tally] = Ledger.of(tally, self.by_name.values())
+        return found
+
+    def ledgers_after(self, changes: list[Change], size: int) -> dict[Tally, Ledger]:
+        """This snapshot's ledgers with ``changes`` applied, for the next snapshot (of
+        ``size`` hosts): none when counting them afresh would cost less."""
+        if not self._ledgers or 2 * len(changes) > max(size, _RECOUNT_ABOVE):
+            return {}
+        removed = [c.previous for c in changes if c.previous is not None]
+        added = [c.hypervisor for c in changes if c.type is not ChangeType.DELETED]
+        # A copy: a worker thread may add a ledger to this snapshot meanwhile.
+        kept = self._ledgers.copy()
+        return {tally: ledger.apply(removed, added) for tally, ledger in kept.items()}
 
     def __len__(self) -> int:
         return len(self.by_name)
@@ -105,6 +135,8 @@ def _group(
 Listener = Callable[[Snapshot, list[Change]], None]
 
 
+#: Changes above which (and above half the fleet) ledgers are counted afresh.
+_RECOUNT_ABOVE = 256
 #: Changed records after which the store takes the fleet out of the cyclic collector.
 _SETTLE_AFTER = 1000
 
@@ -291,8 +323,13 @@ class Store:
             self.resource_version = rv
         if not changes:
             return
-        generation = self._snapshot.generation + 1
-        self._snapshot = Snapshot(generation, hypervisors, self.resource_version)
+        old = self._snapshot
+        try:
+            ledgers = old.ledgers_after(changes, len(hypervisors))
+        except Exception:  # a question will count them afresh
+            log.exception("could not carry the ledgers forward")
+            ledgers = {}
+        self._snapshot = Snapshot(old.generation + 1, hypervisors, self.resource_version, ledgers)
         # Freeze the fleet's records after a whole new set, and again once enough
         # single changes have made new ones (see bulk.settle for why).
         self._unsettled += len(changes)
