@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway import fleet
-from gateway.domain import Hypervisor
+from gateway import fleet, slots
+from gateway.domain import Hypervisor, View
 from gateway.ledger import Entry, Ledger
 from gateway.parse import parse_hypervisor
 from gateway.store import Store
@@ -77,6 +77,30 @@ def test_carried_totals_equal_a_recount(
                 counted.setattr(Ledger, "of", _never)
     finally:
         counted.undo()
+
+
+FLAVORS = {"small": {"cpu": Decimal(2)}, "big": {"cpu": Decimal(16), "memory": Decimal(2**34)}}
+
+
+@given(steps, st.sampled_from(list(View)), st.sampled_from(GROUPINGS))
+def test_carried_slots_equal_a_recount(
+    changes: list[tuple[str, dict[str, Any] | None]], view: View, grouping: fleet.Grouping
+) -> None:
+    store = Store()
+    tally = slots.SlotTally.of(FLAVORS.items(), view, grouping)
+    store.snapshot.ledger(tally)
+    for name, state in changes:
+        if state is None:
+            store.delete(name)
+        else:
+            store.upsert(host_object(name, state))
+        with pytest.MonkeyPatch.context() as counted:
+            counted.setattr(Ledger, "of", _never)
+            ledger = store.snapshot.ledger(tally)
+        hosts = list(store.snapshot.ordered)
+        for flavor, request in FLAVORS.items():
+            carried = slots.read_groups(ledger, flavor, lambda key: ())
+            assert carried == slots.slot_groups(hosts, request, grouping, view, flavor)
 
 
 def _never(*args: Any) -> Ledger:
