@@ -7,8 +7,10 @@ import asyncio
 from starlette.websockets import WebSocket
 
 from gateway.budget import Budget
+from gateway.domain import Hypervisor
 from gateway.feed import Feed
 from gateway.flavors import NO_CATALOG, Catalog
+from gateway.reads import Reads
 from gateway.source import SyncStatus
 from gateway.store import Snapshot, Store
 
@@ -25,6 +27,8 @@ class Context:
     """
 
     __slots__ = (
+        "_hosts_read",
+        "_read_fleet",
         "_snapshot",
         "budget",
         "catalog",
@@ -63,10 +67,30 @@ class Context:
         self.connection_params: object = None
         #: What the operation may still spend (see gateway.budget); None: no limit.
         self.budget: Budget | None = None
+        self._read_fleet = False
+        self._hosts_read: dict[str, Hypervisor | None] = {}
 
     @property
     def snapshot(self) -> Snapshot:
+        """The fleet, for a resolver: its answer now depends on every host."""
+        self._read_fleet = True
+        return self.pinned
+
+    @property
+    def pinned(self) -> Snapshot:
+        """The snapshot, for the transport (cache keys, cost): recorded as no read."""
         return self._snapshot or self.store.snapshot
+
+    def host(self, name: str) -> Hypervisor | None:
+        """One hypervisor by name, for a resolver: its answer depends on this host only."""
+        record = self._hosts_read[name] = self.pinned.by_name.get(name)
+        return record
+
+    def reads(self) -> Reads:
+        """What the resolvers read so far, for the cache (gateway.reads)."""
+        if self._read_fleet:
+            return Reads(self.pinned.generation)
+        return Reads(None, tuple(self._hosts_read.items()))
 
     def for_operation(self) -> Context:
         """A context pinned to the current snapshot, for one query.
