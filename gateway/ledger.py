@@ -14,13 +14,14 @@ new one that shares every group the change did not touch.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from decimal import Decimal
 
 from gateway.domain import Hypervisor
 from gateway.quantity import CONTEXT
 
-__all__ = ["Cells", "Entry", "Ledger", "Tally", "Vector"]
+__all__ = ["Cells", "Entry", "Journal", "Ledger", "Step", "Tally", "Vector"]
 
 #: Numbers summed together, element by element; element 0 counts the hosts in the sum.
 Vector = tuple[Decimal, ...]
@@ -84,3 +85,30 @@ class Ledger:
             if not groups[key]:
                 del groups[key]
         return Ledger(self.tally, groups)
+
+
+Step = tuple[list[Hypervisor], list[Hypervisor]]
+
+
+class Journal:
+    """The last changes, by the generation they made: (records removed, records added).
+
+    A ledger counted on a snapshot that the store has moved past meanwhile (under
+    churn, a recount of the fleet outlasts many changes) is brought up to date
+    with them instead of being counted again on the next snapshot. Bounded: the
+    journal holds the old records of its changes alive. A large change set is
+    recorded as a gap, across which nothing is carried.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._entries: deque[tuple[int, Step | None]] = deque(maxlen=size)
+
+    def record(self, generation: int, step: Step | None) -> None:
+        self._entries.append((generation, step))
+
+    def since(self, generation: int, until: int) -> list[Step] | None:
+        """The steps after ``generation`` up to ``until``; None when some are not known."""
+        steps = [s for g, s in list(self._entries) if generation < g <= until]
+        if len(steps) != until - generation or None in steps:
+            return None
+        return steps  # type: ignore[return-value]

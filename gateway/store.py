@@ -31,7 +31,7 @@ from typing import Any
 
 from gateway.bulk import collector_paused, settle
 from gateway.domain import ConsumerBooking, Hypervisor
-from gateway.ledger import Ledger, Tally
+from gateway.ledger import Journal, Ledger, Step, Tally
 from gateway.parse import ParseError, parse_hypervisor
 from gateway.shards import ShardedMap
 
@@ -63,32 +63,30 @@ class Snapshot:
         generation: int,
         hypervisors: ShardedMap[Hypervisor],
         resource_version: str | None,
-        ledgers: dict[Tally, Ledger] | None = None,
+        store: Store | None = None,
     ) -> None:
         self.generation = generation
         self.by_name = hypervisors
         #: The source's position at this change (a list or event resourceVersion).
         self.resource_version = resource_version
-        self._ledgers = ledgers or {}
+        self._ledgers: dict[Tally, Ledger] = {}
+        self._store = store
+
+    @property
+    def origin(self) -> Store | None:
+        """The store that made this snapshot (None for a store's empty first one)."""
+        return self._store
 
     def ledger(self, tally: Tally) -> Ledger:
         """The sums ``tally`` keeps over this fleet: carried forward from the previous
-        snapshot's by the store, or counted here by the first question that needs them."""
+        snapshot's by the store, or counted here by the first question that needs them
+        (and then handed on to the snapshots the store made meanwhile)."""
         found = self._ledgers.get(tally)
         if found is None:
-            found = self._ledgers[tally] = Ledger.of(tally, self.by_name.values())
+            found = self._ledgers.setdefault(tally, Ledger.of(tally, self.by_name.values()))
+            if self._store is not None:
+                self._store.bring_forward(tally, found, self)
         return found
-
-    def ledgers_after(self, changes: list[Change], size: int) -> dict[Tally, Ledger]:
-        """This snapshot's ledgers with ``changes`` applied, for the next snapshot (of
-        ``size`` hosts): none when counting them afresh would cost less."""
-        if not self._ledgers or 2 * len(changes) > max(size, _RECOUNT_ABOVE):
-            return {}
-        removed = [c.previous for c in changes if c.previous is not None]
-        added = [c.hypervisor for c in changes if c.type is not ChangeType.DELETED]
-        # A copy: a worker thread may add a ledger to this snapshot meanwhile.
-        kept = self._ledgers.copy()
-        return {tally: ledger.apply(removed, added) for tally, ledger in kept.items()}
 
     def __len__(self) -> int:
         return len(self.by_name)
@@ -120,6 +118,16 @@ class Snapshot:
     def by_trait(self) -> Mapping[str, tuple[Hypervisor, ...]]:
         """Trait name (from any source) -> hypervisors."""
         return _group(self.ordered, lambda h: {t.name for t in h.traits})
+
+
+def _step(changes: list[Change], size: int) -> Step | None:
+    """The records a change set removes and adds; None when recounting a fleet of
+    ``size`` costs less than carrying sums through it (and is then what happens)."""
+    if 2 * len(changes) > max(size, _RECOUNT_ABOVE):
+        return None
+    removed = [c.previous for c in changes if c.previous is not None]
+    added = [c.hypervisor for c in changes if c.type is not ChangeType.DELETED]
+    return removed, added
 
 
 def _group(
@@ -183,6 +191,7 @@ class Store:
         self._unsettled = 0
         # Content fingerprints of the objects that have no resourceVersion.
         self._fingerprints: dict[str, str] = {}
+        self._journal = Journal()
 
     @property
     def snapshot(self) -> Snapshot:
@@ -285,6 +294,21 @@ class Store:
         """Record a newer source position with no change to the fleet (a bookmark)."""
         self._commit(self._snapshot.by_name, [], resource_version)
 
+    def bring_forward(self, tally: Tally, ledger: Ledger, at: Snapshot) -> None:
+        """Carry a ledger counted on ``at`` to the current snapshot, by the journal.
+
+        Called from the thread that counted it: the store may move on meanwhile,
+        so it carries until the snapshot it reached is the current one.
+        """
+        while (current := self._snapshot) is not at:
+            steps = self._journal.since(at.generation, current.generation)
+            if steps is None:
+                return
+            for step in steps:
+                ledger = ledger.apply(*step)
+            ledger = current._ledgers.setdefault(tally, ledger)
+            at = current
+
     def _parse(
         self,
         obj: Any,
@@ -324,12 +348,14 @@ class Store:
         if not changes:
             return
         old = self._snapshot
-        try:
-            ledgers = old.ledgers_after(changes, len(hypervisors))
-        except Exception:  # a question will count them afresh
-            log.exception("could not carry the ledgers forward")
-            ledgers = {}
-        self._snapshot = Snapshot(old.generation + 1, hypervisors, self.resource_version, ledgers)
+        self._snapshot = Snapshot(old.generation + 1, hypervisors, self.resource_version, self)
+        step = _step(changes, len(hypervisors))
+        self._journal.record(self._snapshot.generation, step)
+        if step is not None:
+            # After the new snapshot is published: a question counting a ledger on the
+            # old one meanwhile either is copied here or sees the new one and carries it.
+            for tally, ledger in old._ledgers.copy().items():
+                self._snapshot._ledgers.setdefault(tally, ledger.apply(*step))
         # Freeze the fleet's records after a whole new set, and again once enough
         # single changes have made new ones (see bulk.settle for why).
         self._unsettled += len(changes)

@@ -141,3 +141,19 @@ def _state(**overrides: Any) -> dict[str, Any]:
         "status": (8, 0),
     }
     return {**state, **overrides}
+
+
+def test_a_ledger_counted_on_a_past_snapshot_is_brought_to_the_current_one() -> None:
+    store = Store()
+    store.replace([host_object(n, _state(zone=n)) for n in ("a", "b")])
+    past = store.snapshot  # a question pins it, the store moves on meanwhile
+    store.upsert(host_object("a", _state(zone="b", status=(16, 4))))
+    store.delete("b")
+    tally = fleet.tally(fleet.Grouping.ZONE)
+    past.ledger(tally)
+    with pytest.MonkeyPatch.context() as counted:
+        counted.setattr(Ledger, "of", _never)
+        carried = fleet.fleet_groups(store.snapshot.ledger(tally), fleet.Grouping.ZONE)
+    hosts = store.snapshot.by_name.values()
+    assert carried == fleet.fleet_capacity(hosts, fleet.Grouping.ZONE)
+    assert [g.key for g in carried] == ["b"]
