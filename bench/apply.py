@@ -17,10 +17,10 @@ import sys
 import time
 
 from bench.stats import Summary
-from gateway.bulk import collector_paused
-from gateway.demo import generate
-from gateway.parse import parse_hypervisor
-from gateway.store import Store
+from gateway.domain.parse import parse_hypervisor
+from gateway.sources.demo.source import generate
+from gateway.store.collector import collector_paused
+from gateway.store.store import Store
 
 
 def measure(size: int, bookings: int, events: int) -> tuple[Summary, Summary]:

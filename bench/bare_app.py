@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from gateway import server
+from gateway.http import server
 
 ANSWER = {"data": {"hypervisor": {"name": "node-0001", "zone": "qa-de-1a"}}}
 
@@ -35,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    # The gateway's own uvicorn settings (gateway.shutdown.serve), one worker.
+    # The gateway's own uvicorn settings (gateway.http.serve.serve), one worker.
     config = server.config(
         app,
         host="127.0.0.1",

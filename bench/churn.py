@@ -37,7 +37,7 @@ import websockets
 from bench.fleet import MERGE_PATCH, async_client, free_capacity, load
 from bench.processes import Server, memory_kib
 from bench.stats import Summary, summarize
-from gateway.demo import generate
+from gateway.sources.demo import generate
 from scripts.controlplane import HYPERVISORS, ControlPlane
 
 __all__ = ["churn", "main"]

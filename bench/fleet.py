@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 from kubernetes.utils import parse_quantity as _parse_quantity
 
-from scripts.controlplane import HYPERVISORS, ControlPlane
+from harness.controlplane import HYPERVISORS, ControlPlane
 
 __all__ = ["free_capacity", "list_all", "load", "resources_free", "stream_all"]
 
@@ -125,8 +125,14 @@ def free_capacity(http: httpx.Client, limit: int | None) -> dict[str, tuple[Deci
 
 
 def resources_free(item: dict[str, Any]) -> tuple[Decimal | None, Decimal | None]:
-    """free = floor((physical - reserved) x overcommit) - booked, for cpu and memory."""
+    """free = floor((physical - reserved) x overcommit) - booked, for cpu and memory.
+
+    Unknown (None) for a host without ``spec.bookings``: Placement's figures are not
+    tracked there, whatever its status says.
+    """
     spec, status = item.get("spec") or {}, item.get("status") or {}
+    if "bookings" not in spec:
+        return None, None
     physical = status.get("capacity") or {}
     overcommit = spec.get("overcommit") or {}
     reserved = {"cpu": Decimal(0), "memory": Decimal(0)}

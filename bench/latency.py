@@ -25,7 +25,7 @@ import httpx
 import websockets
 
 from bench.fleet import MERGE_PATCH, async_client
-from scripts.controlplane import HYPERVISORS, ControlPlane
+from harness.controlplane import HYPERVISORS, ControlPlane
 
 __all__ = ["Arrivals", "Poller", "write_delays"]
 

@@ -24,12 +24,12 @@ import uvicorn
 import websockets
 
 from bench.stats import Summary, sample
-from gateway import server
-from gateway.app import create_app
-from gateway.cache import BoundedMemoryCache, ResponseCache
-from gateway.demo import DemoSource, generate
-from gateway.source import SyncStatus
-from gateway.store import Store
+from gateway.http import server
+from gateway.http.app import create_app
+from gateway.http.cache import BoundedMemoryCache, ResponseCache
+from gateway.sources.demo.source import DemoSource, generate
+from gateway.store.source import SyncStatus
+from gateway.store.store import Store
 
 __all__ = ["measure"]
 

@@ -16,11 +16,11 @@ import httpx
 
 from bench.fleet import free_capacity, list_all, load, stream_all
 from bench.latency import first_names, write_delays
-from bench.processes import MemorySampler, Server, memory_kib
 from bench.stats import Summary, sample, summarize
-from bench.throughput import requests_per_second
-from gateway.demo import generate
-from scripts.controlplane import ControlPlane
+from gateway.sources.demo.source import generate
+from harness.controlplane import ControlPlane
+from harness.processes import MemorySampler, Server, memory_kib
+from harness.throughput import requests_per_second
 
 __all__ = ["FLEET", "SMALL_QUERY", "ZONES", "Options", "run"]
 

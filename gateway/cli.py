@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway import __version__
-from gateway.auth import AllowAll, Authorizer, KubernetesAuthorizer
-from gateway.cache import BoundedMemoryCache, ResponseCache, redis_backend
-from gateway.flavors import NO_CATALOG, Catalog, load_catalog
-from gateway.hosts import parse_allowed_hosts
-from gateway.limits import Limits
+from gateway.api.limits import Limits
+from gateway.domain.flavors import NO_CATALOG, Catalog, load_catalog
+from gateway.http.auth import AllowAll, Authorizer, KubernetesAuthorizer
+from gateway.http.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.http.hosts import parse_allowed_hosts
+from gateway.http.metrics import Metrics
 from gateway.logs import configure as configure_logging
-from gateway.metrics import Metrics
 from gateway.settings import Settings, add_arguments, from_arguments
-from gateway.source import Source
+from gateway.store.source import Source
 
 if TYPE_CHECKING:
     from kubernetes.aio.client import Configuration
@@ -67,13 +67,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def build_source(settings: Settings) -> Source:
     """The source the settings ask for; raises StartupError with a clear message."""
     if settings.demo:
-        from gateway.demo import DemoSource
+        from gateway.sources.demo.source import DemoSource
 
         return DemoSource(
-            size=settings.demo_size, seed=settings.demo_seed, churn=settings.demo_churn
+            size=settings.demo_size,
+            seed=settings.demo_seed,
+            churn=settings.demo_churn,
+            tracked=settings.demo_tracked,
         )
     if settings.from_path:
-        from gateway.files import FileSource, FileSourceError
+        from gateway.sources.files import FileSource, FileSourceError
 
         source = FileSource(settings.from_path)
         try:
@@ -81,7 +84,7 @@ def build_source(settings: Settings) -> Source:
         except FileSourceError as error:
             raise StartupError(str(error)) from error
         return source
-    from gateway.informer import HypervisorInformer
+    from gateway.sources.kubernetes.informer import HypervisorInformer
 
     configuration = cluster_configuration(settings)
     return HypervisorInformer(configuration, credentials=_credentials(settings, configuration))
@@ -89,7 +92,7 @@ def build_source(settings: Settings) -> Source:
 
 def _credentials(settings: Settings, configuration: Configuration) -> Callable[[], Awaitable[None]]:
     """What loads the credentials into ``configuration`` again, when the server refuses them."""
-    from gateway.kube import reload_credentials
+    from gateway.sources.kubernetes.credentials import reload_credentials
 
     return functools.partial(
         reload_credentials, configuration, settings.kubeconfig, settings.context
@@ -98,7 +101,7 @@ def _credentials(settings: Settings, configuration: Configuration) -> Callable[[
 
 def cluster_configuration(settings: Settings) -> Configuration:
     """The cluster's client configuration, or a StartupError naming every option."""
-    from gateway.kube import KubeConfigError, load_client_config
+    from gateway.sources.kubernetes.credentials import KubeConfigError, load_client_config
 
     try:
         configuration = asyncio.run(load_client_config(settings.kubeconfig, settings.context))
@@ -156,11 +159,13 @@ def build_authorizer(settings: Settings, metrics: Metrics) -> Authorizer:
         raise StartupError(f"--auth {settings.auth_mode!r}: expected kubernetes or none")
     from kubernetes.aio.client import ApiClient
 
-    configuration = cluster_configuration(settings)
+    from gateway.sources.kubernetes.credentials import renewal
+
+    api = ApiClient(cluster_configuration(settings))
     return KubernetesAuthorizer(
-        ApiClient(configuration),
+        api,
         on_decision=metrics.auth_decision,
-        credentials=_credentials(settings, configuration),
+        credentials=renewal(api, settings.kubeconfig, settings.context),
     )
 
 
@@ -168,7 +173,7 @@ def allowed_hosts(settings: Settings) -> tuple[str, ...] | None:
     """The Host names to serve (besides loopback), or None for every Host.
 
     Without authentication the check is on by default (DNS rebinding, see
-    gateway.hosts); with it, only when names are given.
+    gateway.http.hosts); with it, only when names are given.
     """
     listed = parse_allowed_hosts(settings.allowed_hosts)
     if not listed and settings.auth_mode != "none":
@@ -200,8 +205,8 @@ def _serve(
     metrics: Metrics,
     catalog: Catalog,
 ) -> None:
-    from gateway.app import create_app
-    from gateway.shutdown import serve
+    from gateway.http.app import create_app
+    from gateway.http.serve import serve
 
     app = create_app(
         source,
@@ -230,7 +235,7 @@ def _serve(
 
 
 def _export_schema(output: str | None) -> int:
-    from gateway.schema import sdl
+    from gateway.api.schema import sdl
 
     text = sdl()
     if output:

@@ -22,6 +22,7 @@ class Settings:
     demo_size: int = 200
     demo_seed: int = 0
     demo_churn: float = 0.0
+    demo_tracked: float = 0.6
     from_path: str | None = None
     flavors: str | None = None
     kubeconfig: str | None = None
@@ -42,7 +43,7 @@ class Settings:
     max_depth: int = 15
     max_page_size: int = 10_000
     max_query_seconds: float = 10.0
-    max_query_cost: int = 5_000_000
+    max_query_cost: int = 1_000_000
     max_response_bytes: int = 64 * 1024 * 1024
     max_concurrent_queries: int = 32
 
@@ -68,6 +69,12 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_DEMO_CHURN",
         float,
         "create or delete a demo instance every this many seconds (default 0: never)",
+    ),
+    (
+        "demo_tracked",
+        "GATEWAY_DEMO_TRACKED",
+        float,
+        "share of demo hosts with spec.bookings, 0 (today's clusters) to 1 (default 0.6)",
     ),
     (
         "from_path",
@@ -126,7 +133,7 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_MAX_QUERY_COST",
         int,
         "estimated cost a query may have: fields times the list sizes the fleet has "
-        "(default 5000000)",
+        "(default 1000000)",
     ),
     (
         "max_response_bytes",

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx
 import yaml
 
-from scripts.controlplane import (
+from harness.controlplane import (
     HYPERVISORS,
     PROJECT_CRD,
     ControlPlane,
@@ -85,7 +85,7 @@ def load_demo(args: argparse.Namespace) -> int:
     if not _running():
         print("dev-cluster: not running; start it with `scripts/dev-cluster up`", file=sys.stderr)
         return 1
-    from gateway.demo import generate
+    from gateway.sources.demo.source import generate
 
     objects = generate(args.size, seed=args.seed)
     with _client() as http, ThreadPoolExecutor(max_workers=8) as pool:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.processes import Server
-from bench.throughput import requests_per_second
+from harness.processes import Server
+from harness.throughput import requests_per_second
 
 SMALL_QUERY = "query Small($name: String!) { hypervisor(name: $name) { name zone } }"
 

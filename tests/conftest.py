@@ -12,30 +12,26 @@ from typing import Any
 
 import pytest
 
-from gateway.informer import HypervisorInformer
-from gateway.kube import load_client_config
-from gateway.store import Store
-from gateway.wire import Backoff
-from scripts.controlplane import PROJECT_CRD, ROOT, ControlPlane, ControlPlaneError
+from gateway.sources.kubernetes.backoff import Backoff
+from gateway.sources.kubernetes.credentials import load_client_config
+from gateway.sources.kubernetes.informer import HypervisorInformer
+from gateway.store.store import Store
+from harness.controlplane import PROJECT_CRD, ControlPlane, ControlPlaneError
 from tests.kubeapi import HypervisorAPI
+from tests.objects import BOOKINGS_CRD, RELEASED_CRD, reference_dir
 from tests.tcpproxy import TcpProxy
 
-
-def _reference_crd() -> Path:
-    """The operator's own CRD manifest, kept beside the repository, never inside it.
-
-    It is looked for in ``$HGW_REFERENCE_DIR``, else in ``shared/reference/`` next
-    to the checkout or next to any directory above it (a worktree sits deeper
-    than its main clone).
-    """
-    name = "hypervisors.kvm.cloud.sap.bookings.yaml"
-    if os.environ.get("HGW_REFERENCE_DIR"):
-        return Path(os.environ["HGW_REFERENCE_DIR"], name)
-    candidates = [parent / "shared" / "reference" / name for parent in ROOT.parents]
-    return next((path for path in candidates if path.exists()), candidates[0])
+REFERENCE_DIR = reference_dir()
 
 
-REFERENCE_CRD = _reference_crd()
+def _reference_crd(name: str) -> Path:
+    """One of the operator's CRDs; skip only when the reference directory is absent."""
+    if REFERENCE_DIR is None:
+        pytest.skip("no ../shared/reference beside the repository (or $HGW_REFERENCE_DIR)")
+    path = REFERENCE_DIR / name
+    if not path.is_file():
+        pytest.fail(f"{path} is missing from the reference directory", pytrace=False)
+    return path
 
 
 def _in_ci() -> bool:
@@ -67,10 +63,14 @@ def cluster() -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def reference_cluster() -> Iterator[ControlPlane]:
-    """A second control plane serving the operator's CRD instead of the project's."""
-    if not REFERENCE_CRD.exists():
-        pytest.skip(f"operator CRD not found at {REFERENCE_CRD}")
-    yield from _control_plane(REFERENCE_CRD)
+    """A second control plane serving the operator's CRD with spec.bookings."""
+    yield from _control_plane(_reference_crd(BOOKINGS_CRD))
+
+
+@pytest.fixture(scope="session")
+def released_cluster() -> Iterator[ControlPlane]:
+    """A control plane serving the operator's released CRD, as real clusters do today."""
+    yield from _control_plane(_reference_crd(RELEASED_CRD))
 
 
 @pytest.fixture(scope="session")
@@ -79,11 +79,16 @@ def unstreaming_cluster() -> Iterator[ControlPlane]:
     yield from _control_plane(PROJECT_CRD, "--feature-gates=WatchList=false")
 
 
-@pytest.fixture(params=["project", "reference"])
+#: Each CRD a cluster may serve -> the fixture of a control plane serving it.
+CLUSTERS = {"project": "cluster", "bookings": "reference_cluster", "released": "released_cluster"}
+#: The CRDs that have spec.bookings: for tests of the bookings' own rules.
+BOOKING_CLUSTERS = pytest.mark.parametrize("any_cluster", ["project", "bookings"], indirect=True)
+
+
+@pytest.fixture(params=list(CLUSTERS))
 def any_cluster(request: pytest.FixtureRequest) -> ControlPlane:
-    """Each cluster in turn: for the tests that prove compatibility with the operator's CRD."""
-    name = "cluster" if request.param == "project" else "reference_cluster"
-    plane: ControlPlane = request.getfixturevalue(name)
+    """Each cluster in turn: for the tests that prove compatibility with the operator's CRDs."""
+    plane: ControlPlane = request.getfixturevalue(CLUSTERS[request.param])
     return plane
 
 

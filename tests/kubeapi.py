@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import yaml
 
-from gateway.parse import parse_hypervisor
-from gateway.store import Store
-from scripts.controlplane import HYPERVISORS, ControlPlane
+from gateway.domain.parse import parse_hypervisor
+from gateway.store.store import Store
+from harness.controlplane import HYPERVISORS, ControlPlane
 
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 
@@ -46,6 +46,15 @@ def hypervisor(
         "spec": spec,
         "status": {"capacity": {"cpu": cpu, "memory": memory}, "numInstances": 0},
     }
+
+
+def serves_bookings(plane: ControlPlane) -> bool:
+    """Whether the plane's CRD has spec.bookings (the released one prunes them)."""
+    for doc in yaml.safe_load_all(plane.crd.read_text()):
+        (version,) = (v for v in doc["spec"]["versions"] if v["name"] == "v1")
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        return "bookings" in spec["properties"]
+    raise AssertionError(f"{plane.crd} holds no CRD")
 
 
 def consumer(uuid: str, cpu: int | str = 4, memory: str = "8Gi") -> dict[str, Any]:

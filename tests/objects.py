@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -52,27 +53,39 @@ def uuid_of(n: int) -> str:
     return f"{n:08x}-0000-4000-8000-{n:012x}"
 
 
-CRD_REFERENCE = "hypervisors.kvm.cloud.sap.bookings.yaml"
+#: The operator's CRD with spec.bookings (its open pull request).
+BOOKINGS_CRD = "hypervisors.kvm.cloud.sap.bookings.yaml"
+#: The operator's released CRD, as real clusters serve it: no spec.bookings.
+RELEASED_CRD = "hypervisors.kvm.cloud.sap.main.yaml"
 
 
-def crd_reference() -> dict[str, Any] | None:
-    """The operator's CRD manifest, kept beside the repository in ../shared/reference/.
+def reference_dir() -> Path | None:
+    """``shared/reference/`` beside the repository, where CI puts the operator's CRDs.
 
-    Looked up in every parent directory, so a git worktree nested deeper finds it
-    too; None when it is absent (a plain clone), and the tests that need it skip.
+    ``$HGW_REFERENCE_DIR`` if set; else ``../shared/reference`` from the repository
+    root, or from a directory above it (a git worktree sits deeper than its main
+    clone). None when there is none: the tests that need it skip. The files are
+    never copied into the project.
     """
+    if os.environ.get("HGW_REFERENCE_DIR"):
+        return Path(os.environ["HGW_REFERENCE_DIR"])
     root = Path(__file__).resolve().parents[1]
-    for directory in root.parents:
-        path = directory / "shared" / "reference" / CRD_REFERENCE
-        if path.is_file():
-            manifest: dict[str, Any] = yaml.safe_load(path.read_text())
-            return manifest
-    return None
+    candidates = (parent / "shared" / "reference" for parent in root.parents)
+    return next((path for path in candidates if path.is_dir()), None)
 
 
-def crd_schema() -> dict[str, Any] | None:
+def crd_reference(name: str = BOOKINGS_CRD) -> dict[str, Any] | None:
+    """One of the operator's CRD manifests, or None without the reference directory."""
+    directory = reference_dir()
+    if directory is None:
+        return None
+    manifest: dict[str, Any] = yaml.safe_load((directory / name).read_text())
+    return manifest
+
+
+def crd_schema(name: str = BOOKINGS_CRD) -> dict[str, Any] | None:
     """The openAPIV3Schema of the CRD's v1 version, or None without the reference."""
-    manifest = crd_reference()
+    manifest = crd_reference(name)
     if manifest is None:
         return None
     (version,) = (v for v in manifest["spec"]["versions"] if v["name"] == "v1")

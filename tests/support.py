@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 
-from gateway.app import create_app
-from gateway.source import Source, SyncStatus
-from gateway.store import Store
+from gateway.http.app import create_app
+from gateway.store.source import Source, SyncStatus
+from gateway.store.store import Store
 
 
 class StaticSource:
@@ -68,7 +68,7 @@ async def run_server(
     """
     import uvicorn
 
-    from gateway.server import config
+    from gateway.http.server import config
 
     store = Store()
     source = StaticSource(objects) if isinstance(objects, list) else objects

@@ -8,8 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.store import Store
+from gateway.store.store import Store
 from tests import fleet
+from tests.objects import hypervisor
 from tests.support import query, serve
 
 
@@ -582,3 +583,75 @@ async def test_fleet_total_over_no_hosts_is_one_empty_group(client: httpx.AsyncC
         zones: fleetCapacity(filter: {zone: "nowhere"}, groupBy: ZONE) { key } }""",
     )
     assert data == {"none": [{"key": None, "hypervisorCount": 0, "resources": []}], "zones": []}
+
+
+# Fields of the operator's released CRD beside the capacity.
+
+
+def _released(name: str, **status: Any) -> dict[str, Any]:
+    """An object as the released CRD admits it: no spec.bookings."""
+    return hypervisor(name, spec={"skipTests": False}, status={"numInstances": 0, **status})
+
+
+_TAINTED = {"type": "Tainted", "status": "True", "reason": "Kubectl", "message": "⚠️"}
+_UNTAINTED = {"type": "Tainted", "status": "False", "reason": "NoKubectl", "message": "🟢"}
+_FACTS = [
+    _released(
+        "hv-evicted",
+        evicted=True,
+        conditions=[_UNTAINTED],
+        capabilities={"cpuArch": "x86_64", "cpus": 128, "memory": "2Ti"},
+        updateStatus={"inProgress": True, "installed": "1877.3", "retry": 3},
+        domainCapabilities={"hypervisorType": "kvm", "supportedFeatures": ["sev"]},
+    ),
+    _released("hv-tainted", evicted=False, conditions=[_TAINTED]),
+    _released("hv-silent"),
+    hypervisor("hv-new"),
+]
+
+
+async def test_released_crd_facts() -> None:
+    async with serve(_FACTS) as (client, _):
+        data = await query(
+            client,
+            """{ hypervisors { nodes { name evicted taint tainted skipTests specHash
+                 capabilities { cpuArch cpus memory }
+                 domainCapabilities { arch hypervisorType supportedFeatures supportedDevices }
+                 updateStatus { inProgress installed retry } } } }""",
+        )
+    by_name = {n.pop("name"): n for n in data["hypervisors"]["nodes"]}
+    assert by_name["hv-evicted"] == {
+        "evicted": True,
+        "taint": "🟢",
+        "tainted": False,
+        "skipTests": False,
+        "specHash": None,
+        "capabilities": {"cpuArch": "x86_64", "cpus": "128", "memory": str(2 * 2**40)},
+        "domainCapabilities": {
+            "arch": None,
+            "hypervisorType": "kvm",
+            "supportedFeatures": ["sev"],
+            "supportedDevices": [],
+        },
+        "updateStatus": {"inProgress": True, "installed": "1877.3", "retry": 3},
+    }
+    assert by_name["hv-tainted"]["taint"] == "⚠️"
+    unknown = dict.fromkeys(
+        ("evicted", "taint", "tainted", "specHash", "capabilities", "domainCapabilities")
+    )
+    assert by_name["hv-new"] == {**unknown, "skipTests": None, "updateStatus": None}
+
+
+@pytest.mark.parametrize(
+    ("filter", "expected"),
+    [
+        ({"evicted": True}, ["hv-evicted"]),
+        ({"evicted": False}, ["hv-new", "hv-silent", "hv-tainted"]),
+        ({"tainted": True}, ["hv-tainted"]),
+        ({"tainted": False}, ["hv-evicted", "hv-new", "hv-silent"]),
+        ({"tainted": False, "evicted": False}, ["hv-new", "hv-silent"]),
+    ],
+)
+async def test_evicted_and_tainted_filters(filter: dict[str, Any], expected: list[str]) -> None:
+    async with serve(_FACTS) as (client, _):
+        assert await names(client, filter) == expected

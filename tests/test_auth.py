@@ -8,7 +8,6 @@ does not, and one without a token.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 from collections import Counter
@@ -22,12 +21,12 @@ import websockets
 import yaml
 from kubernetes.aio.client import ApiClient
 
-from gateway.auth import Decision, KubernetesAuthorizer
-from gateway.cache import BoundedMemoryCache, ResponseCache
-from gateway.informer import HypervisorInformer
-from gateway.kube import load_client_config, reload_credentials
-from gateway.store import Store
-from scripts.controlplane import ControlPlane
+from gateway.http.auth import Decision, KubernetesAuthorizer
+from gateway.http.cache import BoundedMemoryCache, ResponseCache
+from gateway.sources.kubernetes.credentials import load_client_config, renewal
+from gateway.sources.kubernetes.informer import HypervisorInformer
+from gateway.store.store import Store
+from harness.controlplane import ControlPlane
 from tests.kubeapi import CertificateUser, ExecPlugin, hypervisor
 from tests.support import run_server
 
@@ -274,7 +273,7 @@ async def test_refused_gateway_credentials_are_loaded_again(
     api = ApiClient(configuration)
     authorizer = KubernetesAuthorizer(
         api,
-        credentials=functools.partial(reload_credentials, configuration, str(plugin.kubeconfig)),
+        credentials=renewal(api, str(plugin.kubeconfig)),
     )
     try:
         verdict = await authorizer.check(rbac["reader"])
@@ -301,7 +300,7 @@ async def test_a_rotated_gateway_certificate_is_presented_after_a_refusal(
     api = ApiClient(configuration)
     authorizer = KubernetesAuthorizer(
         api,
-        credentials=functools.partial(reload_credentials, configuration, str(user.kubeconfig)),
+        credentials=renewal(api, str(user.kubeconfig)),
         reload_interval=0,
     )
     try:

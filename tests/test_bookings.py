@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gateway.bookings import parse_bookings, total_resources
-from gateway.domain import ConsumerBooking, ReservationBooking
-from gateway.reader import Reader
+from gateway.domain.bookings import parse_bookings, total_resources
+from gateway.domain.lenient import Reader
+from gateway.domain.records import ConsumerBooking, ReservationBooking
 from tests.objects import consumer, reservation, uuid_of
 
 GiB = 2**30

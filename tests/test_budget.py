@@ -8,15 +8,15 @@ import httpx
 import pytest
 from graphql import parse
 
-from gateway.app import create_app
-from gateway.budget import Budget, Overrun
-from gateway.context import Context
-from gateway.demo import generate
-from gateway.execution import execute_document
-from gateway.feed import Feed
-from gateway.limits import Limits
-from gateway.schema import schema
-from gateway.store import Store
+from gateway.api.budget import Budget, Overrun
+from gateway.api.context import Context
+from gateway.api.limits import Limits
+from gateway.api.schema import schema
+from gateway.http.app import create_app
+from gateway.http.execution import execute_document
+from gateway.sources.demo.source import generate
+from gateway.store.feed import Feed
+from gateway.store.store import Store
 from tests.support import StaticSource
 from tests.test_limits import HEAVY
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.app import create_app
-from gateway.cache import BoundedMemoryCache, ResponseCache, redis_backend
-from gateway.schema import schema
-from gateway.store import Store
+from gateway.api.schema import schema
+from gateway.http.app import create_app
+from gateway.http.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.store.store import Store
 from tests import fleet
 from tests.support import StaticSource
 
@@ -71,8 +71,8 @@ class Gateway:
 
     def truth(self, document: str = QUERY, **variables: Any) -> Any:
         """The answer computed directly from the store, bypassing HTTP and the cache."""
-        from gateway.context import Context
-        from gateway.feed import Feed
+        from gateway.api.context import Context
+        from gateway.store.feed import Feed
 
         context = Context(self.store, self.source.status, Feed(self.store))
         result = schema.execute_sync(document, variable_values=variables, context_value=context)
@@ -312,7 +312,7 @@ async def test_redis_going_away_degrades_to_uncached(
         await gateway.ask()
         assert cache.stats.hits == 1
         redis_server.stop()
-        with caplog.at_level(logging.WARNING, logger="gateway.cache"):
+        with caplog.at_level(logging.WARNING, logger="gateway.http.cache"):
             started = time.monotonic()
             for _ in range(20):
                 assert await gateway.ask() == expected

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway import capacity
-from gateway.domain import Basis, Hypervisor, ResourceCapacity, View
-from gateway.parse import parse_hypervisor
+from gateway.domain import capacity
+from gateway.domain.parse import parse_hypervisor
+from gateway.domain.records import Basis, Hypervisor, ResourceCapacity, View
 from tests.objects import consumer, hypervisor, reservation, uuid_of
 
 GiB = 2**30

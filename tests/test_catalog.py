@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.flavors import parse_catalog
+from gateway.domain.flavors import parse_catalog
 from tests import fleet
 from tests.support import query, serve
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from gateway.churn import Churn
 from gateway.cli import main
-from gateway.demo import DemoSource, generate
-from gateway.domain import ConsumerBooking, Hypervisor
-from gateway.parse import parse_hypervisor
-from gateway.store import Change, ChangeType, Snapshot, Store
+from gateway.domain.parse import parse_hypervisor
+from gateway.domain.records import ConsumerBooking, Hypervisor
+from gateway.sources.demo.churn import Churn
+from gateway.sources.demo.source import DemoSource, generate
+from gateway.store.store import Change, ChangeType, Snapshot, Store
 
 
 def consumers(record: Hypervisor) -> dict[str, ConsumerBooking]:

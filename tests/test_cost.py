@@ -13,12 +13,12 @@ import httpx
 import pytest
 from graphql import GraphQLError, OperationDefinitionNode, parse, validate
 
-from gateway.app import create_app
-from gateway.cost import Profile, estimate
-from gateway.demo import generate
-from gateway.limits import Limits
-from gateway.schema import schema
-from gateway.store import Store
+from gateway.api.cost import Profile, estimate
+from gateway.api.limits import Limits
+from gateway.api.schema import schema
+from gateway.http.app import create_app
+from gateway.sources.demo.source import generate
+from gateway.store.store import Store
 from tests.support import StaticSource
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,7 +144,7 @@ async def test_refused_before_execution_over_http() -> None:
     assert "data" not in body
     [error] = body["errors"]
     assert re.fullmatch(
-        r"query cost \d+ exceeds the limit of 5000000 \(estimated from the fleet's 200 hosts .*\)",
+        r"query cost \d+ exceeds the limit of 1000000 \(estimated from the fleet's 200 hosts .*\)",
         error["message"],
     )
     assert error["extensions"] == {"code": "QUERY_TOO_COSTLY"}

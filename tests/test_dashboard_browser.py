@@ -1,8 +1,9 @@
-"""The dashboard and GraphiQL in headless Chromium, against the real gateway serving YAML files.
+"""The dashboard and GraphiQL in headless Chromium, against the real gateway.
 
 The gateway runs as ``python -m gateway serve --from DIR``; rewriting a file there
-changes the fleet, which the page must show without a reload. Screenshots go to
-artifacts/ (git-ignored) for a person to look at.
+changes the fleet, which the page must show without a reload. A mixed demo
+(``serve --demo``, 60% of hosts tracked) checks the two views and the slots panel.
+Screenshots go to artifacts/ (git-ignored) for a person to look at.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ playwright = pytest.importorskip("playwright.sync_api")
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
+FLAVORS = ROOT / "docs" / "flavors.example.yaml"  # the README's sample catalog
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--no-sandbox",
@@ -47,21 +49,24 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-ZONES = """{ fleetCapacity(groupBy: ZONE) { key hypervisorCount resources {
-  name physical reserved capacity booked free allocated overcommittedHosts unknownCapacityHosts } } }"""
-FIGURES = ["booked", "free", "reserved", "capacity", "physical", "allocated"]
+ZONES = """{ fleetCapacity(groupBy: ZONE) { key hypervisorCount trackedHosts untrackedHosts
+  resources { name physical reserved capacity booked free allocated available used
+  untrackedHosts overcommittedHosts unknownCapacityHosts } } }"""
+FIGURES = ["available", "used", "capacity", "physical", "free", "booked", "reserved", "allocated"]
 
 
 class Gateway:
-    """``python -m gateway serve --from DIR`` on a free loopback port."""
+    """``python -m gateway serve --from DIR`` (or, without a directory, the options'
+    source) on a free loopback port."""
 
-    def __init__(self, directory: Path, *options: str) -> None:
+    def __init__(self, directory: Path | None, *options: str) -> None:
         self.directory = directory
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "gateway", "serve", "--from", str(directory)]
+        command = [sys.executable, "-m", "gateway", "serve"]
+        command += ["--from", str(directory)] if directory else []
         command += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
         command += options
         self.process = subprocess.Popen(command, cwd=ROOT)
@@ -89,6 +94,7 @@ class Gateway:
         return data
 
     def write(self, obj: dict[str, Any]) -> None:
+        assert self.directory, "only a gateway serving a directory has files to write"
         path = self.directory / f"{obj['metadata']['name']}.yaml"
         tmp = path.with_suffix(".tmp")  # not a .yaml: the source never sees half a file
         tmp.write_text(yaml.safe_dump(obj))
@@ -105,7 +111,7 @@ def gateway(tmp_path: Path) -> Iterator[Gateway]:
     directory.mkdir()
     for obj in fleet.objects():
         (directory / f"{obj['metadata']['name']}.yaml").write_text(yaml.safe_dump(obj))
-    server = Gateway(directory)
+    server = Gateway(directory, "--flavors", str(FLAVORS))
     yield server
     server.stop()
 
@@ -145,8 +151,10 @@ def screenshot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
-def amount(resource: str, value: str) -> str:
+def amount(resource: str, value: str | None) -> str:
     """What the page must show for an amount, worked out apart from its JavaScript."""
+    if value is None:
+        return "unknown"
     if resource == "memory":
         number = Decimal(value)
         for unit, exponent, places in (("TiB", 40, 2), ("GiB", 30, 1), ("MiB", 20, 0)):
@@ -173,13 +181,16 @@ def test_zones_show_the_figures_the_api_gives(page: Any, gateway: Gateway) -> No
     for group in groups:
         zone = page.locator(f'.zone[data-zone="{group["key"]}"]')
         assert f"{group['hypervisorCount']} hypervisors" in zone.locator("h3").inner_text()
+        for field in ("trackedHosts", "untrackedHosts"):
+            count = zone.locator(f'h3 [data-field="{field}"]')
+            assert count.get_attribute("data-value") == str(group[field])
         for resource in group["resources"]:
             if resource["name"] not in ("cpu", "memory"):
                 continue
             block = zone.locator(f'[data-resource="{resource["name"]}"]')
             for field in FIGURES:
                 cell = block.locator(f'dd[data-field="{field}"]')
-                assert cell.get_attribute("data-value") == resource[field]
+                assert cell.get_attribute("data-value") == (resource[field] or "")
                 assert cell.inner_text() == amount(resource["name"], resource[field])
             badge = block.locator('[data-field="overcommittedHosts"]')
             if resource["overcommittedHosts"]:
@@ -192,6 +203,17 @@ def test_zones_show_the_figures_the_api_gives(page: Any, gateway: Gateway) -> No
     assert memory.locator('dd[data-field="capacity"]').inner_text() == "1,016.0 GiB"
     assert memory.locator('dd[data-field="physical"]').inner_text() == "1.00 TiB"
     assert "1 unknown capacity" in memory.inner_text()
+
+    # qa-de-1b mixes node-b (tracked, free -4) and node-d (untracked, unallocated 28):
+    # available 24, of which node-d's 28 and used 100 come from libvirt, hatched.
+    cpu = page.locator('.zone[data-zone="qa-de-1b"] [data-resource="cpu"]')
+    assert cpu.locator('dd[data-field="available"]').inner_text() == "24"
+    assert cpu.locator('[data-field="estimatedAvailable"]').get_attribute("data-value") == "28"
+    assert cpu.locator('[data-field="estimatedUsed"]').get_attribute("data-value") == "100"
+    assert cpu.locator(".bar .estimate-free").count() == 1
+    assert cpu.locator(".bar .estimate-used").count() == 1
+    # qa-de-1a has only tracked hosts: nothing is an estimate.
+    assert page.locator('.zone[data-zone="qa-de-1a"] .bar [class^="estimate"]').count() == 0
 
 
 def rows(page: Any) -> list[str]:
@@ -209,15 +231,23 @@ def test_table_highlights_sorts_and_filters(page: Any, gateway: Gateway) -> None
     assert oversubscribed == ["node-b"]
     highlighted = page.locator("#hypervisors tr.oversubscribed")
     assert highlighted.evaluate_all("rows => rows.map(row => row.dataset.name)") == oversubscribed
-    assert highlighted.locator('[data-field="cpu.free"]').inner_text() == "-4"
+    assert highlighted.locator('[data-field="cpu.available"]').inner_text() == "-4"
 
     node_c = page.locator('#hypervisors tr[data-name="node-c"]')
-    for field in ("cpu.free", "cpu.capacity", "cpu.utilization", "memory.free"):
+    for field in ("basis", "cpu.available", "cpu.capacity", "cpu.utilization", "memory.available"):
         assert node_c.locator(f'[data-field="{field}"]').inner_text() == "unknown"
-    assert node_c.locator('[data-field="cpu.booked"]').inner_text() == "2"
+    assert node_c.locator('[data-field="cpu.used"]').inner_text() == "2"
 
-    order = 'query($d: OrderDirection!) { hypervisors(orderBy: {field: FREE, resource: "cpu", direction: $d}) { nodes { name } } }'
-    header = page.locator('#hypervisors th[data-sort="cpu.free"]')
+    # node-d is not tracked: its figures are libvirt's, and marked as an estimate.
+    node_d = page.locator('#hypervisors tr[data-name="node-d"]')
+    assert node_d.locator('[data-field="basis"]').inner_text() == "allocation"
+    assert node_d.locator('[data-field="cpu.available"]').inner_text() == "28"
+    assert node_d.locator('[data-field="cpu.used"]').inner_text() == "100"
+    assert node_d.locator("td.estimate").count() == 9  # basis and 2 x 4 figures
+    assert page.locator('#hypervisors tr[data-name="node-a"] td.estimate').count() == 0
+
+    order = 'query($d: OrderDirection!) { hypervisors(orderBy: {field: AVAILABLE, resource: "cpu", direction: $d}) { nodes { name } } }'
+    header = page.locator('#hypervisors th[data-sort="cpu.available"]')
     for direction in ("ASC", "DESC"):
         header.click()
         expected = [n["name"] for n in gateway.query(order, d=direction)["hypervisors"]["nodes"]]
@@ -225,6 +255,8 @@ def test_table_highlights_sorts_and_filters(page: Any, gateway: Gateway) -> None
 
     page.fill("#filter", "qa-de-1b")
     assert sorted(rows(page)) == ["node-b", "node-d"]
+    page.fill("#filter", "allocation")
+    assert rows(page) == ["node-d"]
     page.fill("#filter", "")
     page.check("#oversubscribed-only")
     assert rows(page) == ["node-b"]
@@ -278,6 +310,11 @@ def test_page_follows_changes_to_the_fleet(page: Any, gateway: Gateway, websocke
     state = "live" if websocket == "open" else "polling"
     page.wait_for_selector(f'#connection[data-state="{state}"]', timeout=CHANGE_TIMEOUT_MS)
     zone_cpu = '.zone[data-zone="qa-de-1a"] [data-resource="cpu"] dd[data-field="{}"]'
+    # node-a's free cpu bounds the compute flavor's slots in qa-de-1a: 476 // 8 = 59.
+    slots_cell = '#slots-table tr[data-flavor="c_c8_m16"] td[data-zone="qa-de-1a"]'
+    slots = 'query { slots(flavor: "c_c8_m16", groupBy: ZONE) { key slots } }'
+    slots_before = next(g for g in gateway.query(slots)["slots"] if g["key"] == "qa-de-1a")
+    assert page.get_attribute(slots_cell, "data-value") == str(slots_before["slots"]) == "59"
     row_cpu = '#hypervisors tr[data-name="node-a"] [data-field="cpu.{}"]'
     # node-a 28 + node-c 2 (capacity unknown, bookings still count)
     assert page.get_attribute(zone_cpu.format("booked"), "data-value") == "30"
@@ -298,19 +335,98 @@ def test_page_follows_changes_to_the_fleet(page: Any, gateway: Gateway, websocke
     assert cpu["booked"] == "54"
     wait_for_value(page, zone_cpu.format("booked"), cpu["booked"])
     assert page.get_attribute(zone_cpu.format("free"), "data-value") == cpu["free"]
-    wait_for_value(page, row_cpu.format("booked"), "52")
-    assert page.inner_text(row_cpu.format("free")) == "452"
+    wait_for_value(page, row_cpu.format("used"), "52")
+    assert page.inner_text(row_cpu.format("available")) == "452"
+    # The slots follow the totals (452 // 8 = 56), without a subscription of their own.
+    slots_after = next(g for g in gateway.query(slots)["slots"] if g["key"] == "qa-de-1a")
+    assert slots_after["slots"] == 56
+    wait_for_value(page, slots_cell, "56")
 
     # A host whose file goes away leaves the table and its zone.
     (gateway.directory / "node-d.yaml").unlink()
     page.wait_for_selector('#hypervisors tr[data-name="node-d"]', state="detached")
     page.wait_for_function(
-        "() => document.querySelector('.zone[data-zone=\"qa-de-1b\"] h3').innerText"
-        " === 'qa-de-1b 1 hypervisor'",
+        "() => document.querySelector('.zone[data-zone=\"qa-de-1b\"] h3 small').innerText"
+        " === '1 hypervisor'",
         timeout=CHANGE_TIMEOUT_MS,
     )
     assert page.get_attribute("#connection", "data-state") == state
     screenshot(page, "dashboard.png" if websocket == "open" else "dashboard-polling.png")
+
+
+MIXED = """{ fleetCapacity(groupBy: ZONE) { key trackedHosts untrackedHosts
+  resources { name available free used booked } }
+  hypervisors(filter: { bookingsTracked: false }, first: 1) {
+    nodes { name resource(name: "cpu") { available basis } } } }"""
+SLOTS = """query($flavor: String!) { slots(flavor: $flavor, groupBy: ZONE) {
+  key slots allocationSlots } }"""
+
+
+@pytest.fixture
+def demo() -> Iterator[Gateway]:
+    """The demo as a rollout of spec.bookings in progress: 60% of the hosts tracked."""
+    server = Gateway(None, "--demo", "--demo-tracked", "0.6")
+    yield server
+    server.stop()
+
+
+def test_mixed_demo_shows_both_views_and_slots(page: Any, demo: Gateway) -> None:
+    """Tracked and untracked hosts per zone, libvirt's part of each figure, and the
+    slots per flavor and zone: the numbers the API gives for a mixed fleet."""
+    open_dashboard(page, demo)
+    page.wait_for_selector("#slots-table")
+    data = demo.query(MIXED)
+    groups = data["fleetCapacity"]
+    assert page.locator("#zones .zone").count() == len(groups)
+    mixed = [g for g in groups if g["trackedHosts"] and g["untrackedHosts"]]
+    assert len(mixed) == len(groups)  # every zone of the demo is mixed
+    for group in groups:
+        head = page.locator(f'.zone[data-zone="{group["key"]}"] h3')
+        for field, word in (("trackedHosts", "tracked"), ("untrackedHosts", "untracked")):
+            count = head.locator(f'[data-field="{field}"]')
+            assert count.inner_text() == f"{group[field]} {word}"
+
+    zone = mixed[0]
+    cpu = next(r for r in zone["resources"] if r["name"] == "cpu")
+    block = page.locator(f'.zone[data-zone="{zone["key"]}"] [data-resource="cpu"]')
+    assert block.locator('dd[data-field="available"]').inner_text() == amount(
+        "cpu", cpu["available"]
+    )
+    assert block.locator('dd[data-field="free"]').inner_text() == amount("cpu", cpu["free"])
+    # The tracked hosts' available is their free: the rest is libvirt's estimate.
+    estimated = Decimal(cpu["available"]) - Decimal(cpu["free"])
+    note = block.locator('[data-field="estimatedAvailable"]')
+    assert note.get_attribute("data-value") == str(estimated)
+    estimated_used = Decimal(cpu["used"]) - Decimal(cpu["booked"])
+    assert block.locator('[data-field="estimatedUsed"]').get_attribute("data-value") == str(
+        estimated_used
+    )
+    assert block.locator(".bar .estimate-free").count() == 1
+
+    host = data["hypervisors"]["nodes"][0]
+    assert host["resource"]["basis"] == "ALLOCATION"
+    row = page.locator(f'#hypervisors tr[data-name="{host["name"]}"]')
+    assert row.locator('[data-field="basis"]').inner_text() == "allocation"
+    assert (
+        row.locator('[data-field="cpu.available"]').get_attribute("data-value")
+        == (host["resource"]["available"])
+    )
+
+    flavors = demo.query("{ flavors { name } }")["flavors"]
+    assert page.locator("#slots-table tbody tr").count() == len(flavors) > 0
+    flavor = "g_c4_m16"
+    for group in demo.query(SLOTS, flavor=flavor)["slots"]:
+        cell = page.locator(
+            f'#slots-table tr[data-flavor="{flavor}"] td[data-zone="{group["key"]}"]'
+        )
+        assert cell.get_attribute("data-value") == str(group["slots"])
+        estimate = cell.locator('[data-field="allocationSlots"]')
+        assert estimate.get_attribute("data-value") == str(group["allocationSlots"])
+    screenshot(page, "dashboard-mixed.png")
+    # The whole page is long (200 hosts): the two panels of the basis, on their own.
+    for panel, name in (("#zones", "zones"), ("#slots", "slots")):
+        section = page.locator(f"main > section:has({panel})")
+        section.screenshot(path=str(ARTIFACTS / f"dashboard-mixed-{name}.png"))
 
 
 def set_editor(page: Any, selector: str, text: str) -> None:

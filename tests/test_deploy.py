@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway import server
 from gateway.cli import build_cache
+from gateway.http import server
 from gateway.logs import FORMATS
 from gateway.settings import Settings, add_arguments, from_arguments
-from scripts import controlplane
+from harness import controlplane
 from tests import fleet
 from tests.support import serve
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts import controlplane
-from scripts.controlplane import ControlPlane
+from harness import controlplane
+from harness.controlplane import ControlPlane
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE = "hypervisor-gateway"

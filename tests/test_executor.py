@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from hypothesis_graphql import from_schema, nodes
 from strawberry.schema.config import StrawberryConfig
 
-from gateway.context import Context
-from gateway.demo import generate
-from gateway.executor import Attribute, Executor, Lookup, shortcut_resolvers
-from gateway.flavors import load_catalog
-from gateway.schema import schema, sdl
-from gateway.source import SyncStatus
-from gateway.store import Store
+from gateway.api.context import Context
+from gateway.api.executor import Attribute, Executor, Lookup, shortcut_resolvers
+from gateway.api.schema import schema, sdl
+from gateway.domain.flavors import load_catalog
+from gateway.sources.demo.source import generate
+from gateway.store.source import SyncStatus
+from gateway.store.store import Store
 from tests import fleet
 
 

@@ -14,10 +14,10 @@ import httpx
 import pytest
 import yaml
 
-from gateway.app import create_app
-from gateway.demo import generate
-from gateway.files import FileSource, FileSourceError, load_objects
-from gateway.store import Store
+from gateway.http.app import create_app
+from gateway.sources.demo.source import generate
+from gateway.sources.files import FileSource, FileSourceError, load_objects
+from gateway.store.store import Store
 
 
 def hypervisor(name: str, cpu: int | str = 64, **spec: Any) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def test_other_kinds_and_nameless_objects_are_skipped_with_reasons(
     foreign = {**hypervisor("f"), "apiVersion": "example.com/v1"}
     nameless = {**hypervisor("n"), "metadata": {"labels": {}}}
     dump(path, config_map, hypervisor("a"), "just text", foreign, nameless)
-    with caplog.at_level(logging.WARNING, logger="gateway.files"):
+    with caplog.at_level(logging.WARNING, logger="gateway.sources.files"):
         objects, skipped = load_objects(path)
     assert [obj["metadata"]["name"] for _, obj in objects] == ["a"]
     assert skipped == {
@@ -336,7 +336,7 @@ async def test_duplicate_names_the_later_file_wins(
 ) -> None:
     dump(tmp_path / "1-old.yaml", hypervisor("a", cpu=64))
     dump(tmp_path / "2-new.yaml", hypervisor("a", cpu=96))
-    with caplog.at_level(logging.WARNING, logger="gateway.files"):
+    with caplog.at_level(logging.WARNING, logger="gateway.sources.files"):
         _, store = await serve(tmp_path)
     assert store.snapshot.by_name["a"].capacity["cpu"] == 96
     assert store.rejected == {

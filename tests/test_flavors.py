@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.flavors import FlavorError, load_catalog, parse_catalog
+from gateway.domain.flavors import FlavorError, load_catalog, parse_catalog
 
 MiB = 2**20
 GiB = 2**30

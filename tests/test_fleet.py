@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway import fleet
-from gateway.domain import Hypervisor
-from gateway.parse import parse_hypervisor
-from gateway.quantity import CONTEXT
+from gateway.domain import fleet
+from gateway.domain.parse import parse_hypervisor
+from gateway.domain.quantity import CONTEXT
+from gateway.domain.records import Hypervisor
 from tests.objects import consumer, hypervisor, reservation, uuid_of
 
 

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import from_schema, nodes
 
-from gateway.limits import Limits
-from gateway.schema import sdl
-from gateway.server import GuardedHttpToolsProtocol
-from gateway.store import Store
+from gateway.api.limits import Limits
+from gateway.api.schema import sdl
+from gateway.http.server import GuardedHttpToolsProtocol
+from gateway.store.store import Store
 from tests import fleet
 from tests.support import run_server
 

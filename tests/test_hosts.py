@@ -8,9 +8,9 @@ import httpx
 import pytest
 import websockets
 
-from gateway.app import create_app
 from gateway.cli import allowed_hosts
-from gateway.hosts import host_name, parse_allowed_hosts
+from gateway.http.app import create_app
+from gateway.http.hosts import host_name, parse_allowed_hosts
 from gateway.settings import Settings
 from tests import fleet
 from tests.support import StaticSource, run_server

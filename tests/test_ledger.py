@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway import fleet, slots
-from gateway.domain import Hypervisor, View
-from gateway.ledger import Entry, Ledger
-from gateway.parse import parse_hypervisor
-from gateway.store import Store
+from gateway.domain import fleet, slots
+from gateway.domain.ledger import Entry, Ledger
+from gateway.domain.parse import parse_hypervisor
+from gateway.domain.records import Hypervisor, View
+from gateway.store.store import Store
 from tests.objects import consumer, hypervisor, reservation, uuid_of
 
 NAMES = ["h0", "h1", "h2", "h3"]

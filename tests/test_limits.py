@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.app import create_app
-from gateway.demo import generate
-from gateway.limits import Limits
-from gateway.store import Store
+from gateway.api.limits import Limits
+from gateway.http.app import create_app
+from gateway.sources.demo.source import generate
+from gateway.store.store import Store
 from tests import fleet
 from tests.support import StaticSource
 
@@ -176,7 +176,8 @@ async def _endpoint(client: httpx.AsyncClient) -> Any:
     transport = client._transport
     assert isinstance(transport, httpx.ASGITransport)
     app: Any = transport.app
-    return next(r.endpoint for r in app.routes if getattr(r, "path", "") == "/graphql")
+    route = next(r.endpoint for r in app.routes if getattr(r, "path", "") == "/graphql")
+    return route.app  # inside the OPTIONS answerer
 
 
 async def test_lookups_are_answered_on_the_event_loop_even_with_every_worker_busy() -> None:

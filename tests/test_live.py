@@ -14,10 +14,10 @@ import pytest
 import websockets
 import yaml
 
-from gateway.files import FileSource
-from gateway.informer import HypervisorInformer
-from gateway.kube import load_client_config
-from scripts.controlplane import ControlPlane
+from gateway.sources.files import FileSource
+from gateway.sources.kubernetes.credentials import load_client_config
+from gateway.sources.kubernetes.informer import HypervisorInformer
+from harness.controlplane import ControlPlane
 from tests.kubeapi import HypervisorAPI, consumer, eventually, hypervisor
 from tests.support import run_server
 

@@ -133,7 +133,7 @@ def test_an_unknown_format_is_refused() -> None:
 
 
 async def test_one_line_per_request_without_secrets(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="gateway.access")
+    caplog.set_level(logging.DEBUG, logger="gateway.http.access")
     async with serve(fleet.objects()) as (client, _):
         response = await client.post(
             "/graphql",
@@ -153,7 +153,9 @@ async def test_one_line_per_request_without_secrets(caplog: pytest.LogCaptureFix
         )
         await client.get("/healthz")
         await client.get("/static/dashboard.css")
-    post_line, get_line, probe, asset = (r for r in caplog.records if r.name == "gateway.access")
+    post_line, get_line, probe, asset = (
+        r for r in caplog.records if r.name == "gateway.http.access"
+    )
     assert post_line.levelno == logging.INFO
     assert (post_line.method, post_line.path, post_line.status) == ("POST", "/graphql", 200)
     assert (post_line.operation, post_line.outcome) == ("Find", "ok")

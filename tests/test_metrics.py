@@ -16,11 +16,11 @@ from kubernetes.aio import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 
-from gateway.app import create_app
-from gateway.auth import KubernetesAuthorizer
-from gateway.cache import BoundedMemoryCache, ResponseCache
-from gateway.metrics import Metrics, OperationNames
-from gateway.store import Store
+from gateway.http.app import create_app
+from gateway.http.auth import KubernetesAuthorizer
+from gateway.http.cache import BoundedMemoryCache, ResponseCache
+from gateway.http.metrics import Metrics, OperationNames
+from gateway.store.store import Store
 from tests import fleet, objects
 from tests.support import StaticSource, run_server
 

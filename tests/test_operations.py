@@ -8,10 +8,10 @@ from urllib.parse import urlencode
 
 import pytest
 
-from gateway.limits import Limits
-from gateway.operations import MEMO_PAYLOAD_BYTES, Operations
-from gateway.request import RequestError
-from gateway.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
+from gateway.api.limits import Limits
+from gateway.api.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
+from gateway.http.operations import MEMO_PAYLOAD_BYTES, Operations
+from gateway.http.request import RequestError
 
 QUERY = "query Find($n: String!) { hypervisor(name: $n) { name } }"
 

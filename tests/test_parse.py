@@ -11,16 +11,26 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.domain import (
+from gateway.domain.parse import ParseError, parse_hypervisor
+from gateway.domain.records import (
     Aggregate,
+    Capabilities,
     ConsumerBooking,
+    DomainCapabilities,
     Hypervisor,
+    Origin,
     ReservationBooking,
-    Source,
     Trait,
+    UpdateStatus,
 )
-from gateway.parse import ParseError, parse_hypervisor
-from tests.objects import consumer, crd_schema, hypervisor, reservation, uuid_of
+from tests.objects import (
+    RELEASED_CRD,
+    consumer,
+    crd_schema,
+    hypervisor,
+    reservation,
+    uuid_of,
+)
 
 GiB = 2**30
 AGGREGATE_UUID = "0b5e3a3e-3a47-4d8f-9a43-6e0f3b3c1d2a"
@@ -56,6 +66,8 @@ def full_object() -> dict[str, Any]:
                 },
             ],
             "overcommit": {"cpu": 2.0, "memory": 1.5},
+            "version": "1877.4",
+            "skipTests": True,
             "bookings": [
                 reservation("host", {"cpu": 4, "memory": "8Gi"}),
                 consumer(
@@ -107,7 +119,19 @@ def full_object() -> dict[str, Any]:
                     "message": "all good",
                     "lastTransitionTime": "2025-01-02T00:00:00Z",
                 },
+                {"type": "Tainted", "status": "True", "reason": "Kubectl", "message": "⚠️"},
             ],
+            "evicted": False,
+            "capabilities": {"cpuArch": "x86_64", "cpus": 256, "memory": "1Ti"},
+            "domainCapabilities": {
+                "arch": "x86_64",
+                "hypervisorType": "kvm",
+                "supportedDevices": ["video", "video/nvidia"],
+                "supportedCpuModes": ["host-passthrough/migratable"],
+                "supportedFeatures": ["sev"],
+            },
+            "updateStatus": {"inProgress": True, "installed": "1877.3", "retry": 2},
+            "specHash": "5e1f0c",
             "hypervisorVersion": "9.1.0",
             "libVirtVersion": "10.0.0",
             "operatingSystem": {
@@ -162,6 +186,17 @@ def test_full_object() -> None:
         "hardwareModel": "PowerEdge R760",
         "gardenLinuxFeatures": "server, khost",
     }
+    assert (h.evicted, h.taint, h.tainted, h.spec_hash) == (False, "⚠️", True, "5e1f0c")
+    assert (h.target_version, h.skip_tests) == ("1877.4", True)
+    assert h.capabilities == Capabilities(cpu_arch="x86_64", cpus=Decimal(256), memory=2**40)
+    assert h.domain_capabilities == DomainCapabilities(
+        arch="x86_64",
+        hypervisor_type="kvm",
+        supported_devices=("video", "video/nvidia"),
+        supported_cpu_modes=("host-passthrough/migratable",),
+        supported_features=("sev",),
+    )
+    assert h.update_status == UpdateStatus(in_progress=True, installed="1877.3", retry=2)
 
 
 def test_bookings() -> None:
@@ -198,7 +233,7 @@ def test_derived_resources() -> None:
 
 def test_conditions_and_readiness() -> None:
     h = parse(full_object())
-    assert [c.type for c in h.conditions] == ["Onboarding", "Ready"]
+    assert [c.type for c in h.conditions] == ["Onboarding", "Ready", "Tainted"]
     assert h.ready
     assert h.ready_reason == "Ready"
     assert h.conditions[1].message == "all good"
@@ -239,14 +274,14 @@ def test_cells_are_sorted_by_id() -> None:
 def test_traits_and_aggregates_keep_their_source() -> None:
     h = parse(full_object())
     assert h.traits == (
-        Trait("HW_CPU_X86_AVX2", Source.SPEC_GROUPS),
-        Trait("CUSTOM_A", Source.SPEC),
-        Trait("COMPUTE_STATUS_ENABLED", Source.STATUS),
+        Trait("HW_CPU_X86_AVX2", Origin.SPEC_GROUPS),
+        Trait("CUSTOM_A", Origin.SPEC),
+        Trait("COMPUTE_STATUS_ENABLED", Origin.STATUS),
     )
     assert h.aggregates == (
-        Aggregate("agg-group", AGGREGATE_UUID, {"type": "gpu"}, Source.SPEC_GROUPS),
-        Aggregate("agg-spec", None, {}, Source.SPEC),
-        Aggregate("agg-status", AGGREGATE_UUID, {}, Source.STATUS),
+        Aggregate("agg-group", AGGREGATE_UUID, {"type": "gpu"}, Origin.SPEC_GROUPS),
+        Aggregate("agg-spec", None, {}, Origin.SPEC),
+        Aggregate("agg-status", AGGREGATE_UUID, {}, Origin.STATUS),
     )
 
 
@@ -658,23 +693,37 @@ def _in_schema(schema: Mapping[str, Any], path: str) -> bool:
 
 
 SCHEMA = crd_schema()
+RELEASED_SCHEMA = crd_schema(RELEASED_CRD)
+
+
+def _fields_read() -> set[str]:
+    seen: set[str] = set()
+    h = parse_hypervisor(_record(full_object(), "", seen))
+    assert h.warnings == ()
+    return {path for path in seen if not path.startswith(("metadata.", "apiVersion", "kind"))}
 
 
 @pytest.mark.skipif(SCHEMA is None, reason="operator CRD reference not present")
 def test_every_field_the_parser_reads_is_in_the_operator_schema() -> None:
     assert SCHEMA is not None
-    seen: set[str] = set()
-    h = parse_hypervisor(_record(full_object(), "", seen))
-    assert h.warnings == ()
-    read = {path for path in seen if not path.startswith(("metadata.", "apiVersion", "kind"))}
+    read = _fields_read()
     # The recorder works: it saw the deep paths.
     assert {
         "spec.bookings[].consumer.consumerGeneration",
         "spec.groups[].aggregate.metadata",
         "status.cells[].effectiveCapacity",
         "status.operatingSystem",
+        "status.capabilities.cpus",
+        "status.updateStatus.retry",
     } <= read
     assert sorted(p for p in read if not _in_schema(SCHEMA, p)) == []
+
+
+@pytest.mark.skipif(RELEASED_SCHEMA is None, reason="operator CRD reference not present")
+def test_the_released_schema_lacks_only_the_bookings() -> None:
+    assert RELEASED_SCHEMA is not None
+    missing = sorted(p for p in _fields_read() if not _in_schema(RELEASED_SCHEMA, p))
+    assert missing and all(p.startswith("spec.bookings") for p in missing), missing
 
 
 @pytest.mark.skipif(SCHEMA is None, reason="operator CRD reference not present")
@@ -724,7 +773,7 @@ def test_bookings_that_are_not_a_list_are_not_tracked(bookings: Any) -> None:
 )
 def test_a_group_must_be_exactly_one_kind(group: Any) -> None:
     h = with_spec(groups=[group, {"trait": {"name": "KEPT"}}])
-    assert h.traits == (Trait("KEPT", Source.SPEC_GROUPS),)
+    assert h.traits == (Trait("KEPT", Origin.SPEC_GROUPS),)
     assert h.aggregates == ()
     assert h.warnings[-1] == (
         "spec.groups[0]: must set exactly one of trait or aggregate; group ignored"
@@ -738,7 +787,7 @@ def test_aggregate_without_name_is_ignored() -> None:
             status={"aggregates": [{"name": "", "uuid": AGGREGATE_UUID}, {"name": "ok"}]},
         )
     )
-    assert h.aggregates == (Aggregate("ok", None, {}, Source.STATUS),)
+    assert h.aggregates == (Aggregate("ok", None, {}, Origin.STATUS),)
     assert h.warnings == (
         "spec.groups[0].aggregate: aggregate has no name; ignored",
         "status.aggregates[0]: aggregate has no name; ignored",
@@ -781,3 +830,77 @@ def test_equal_values_on_two_hosts_are_one_object() -> None:
     assert one.conditions[1].reason is two.conditions[1].reason
     assert one.aggregates[0].name is two.aggregates[0].name
     assert one.consumers[0].resources is two.consumers[0].resources
+
+
+# Fields of the operator's released CRD beside the capacity.
+
+
+def test_facts_not_reported_are_unknown() -> None:
+    h = parse(hypervisor(status={"numInstances": 0}))
+    assert (h.evicted, h.taint, h.tainted, h.spec_hash) == (None, None, None, None)
+    assert (h.capabilities, h.domain_capabilities, h.update_status) == (None, None, None)
+    assert (h.target_version, h.skip_tests) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("condition", "taint", "tainted"),
+    [
+        ({"type": "Tainted", "status": "True", "message": "⚠️"}, "⚠️", True),
+        ({"type": "Tainted", "status": "False", "message": "🟢"}, "🟢", False),
+        ({"type": "Tainted", "status": "Unknown"}, None, None),
+        ({"type": "Ready", "status": "True", "message": "⚠️"}, None, None),
+    ],
+)
+def test_taint_is_the_tainted_conditions_message(
+    condition: dict[str, Any], taint: str | None, tainted: bool | None
+) -> None:
+    h = parse(hypervisor(status={"conditions": [condition]}))
+    assert (h.taint, h.tainted) == (taint, tainted)
+
+
+def test_capabilities_are_quantities() -> None:
+    h = parse(hypervisor(status={"capabilities": {"cpus": "1500m", "memory": "4227289164Ki"}}))
+    assert h.capabilities == Capabilities(
+        cpu_arch=None, cpus=Decimal("1.5"), memory=4227289164 * 1024
+    )
+    assert h.warnings == ()
+
+
+def test_bad_capabilities_are_warned_about_and_unknown() -> None:
+    h = parse(hypervisor(status={"capabilities": {"cpuArch": 64, "cpus": "NaN", "memory": [1]}}))
+    assert h.capabilities == Capabilities(cpu_arch=None, cpus=None, memory=None)
+    assert sorted(w.split(":")[0] for w in h.warnings) == [
+        "status.capabilities.cpuArch",
+        "status.capabilities.cpus",
+        "status.capabilities.memory",
+    ]
+
+
+def test_wrongly_typed_facts_are_warned_about() -> None:
+    h = parse(
+        hypervisor(
+            spec={"version": 1877, "skipTests": "no"},
+            status={
+                "evicted": "true",
+                "specHash": 7,
+                "updateStatus": {"inProgress": 1, "installed": None, "retry": "3"},
+                "domainCapabilities": {"arch": ["x86_64"], "supportedFeatures": "sev"},
+                "capabilities": "x86_64",
+            },
+        )
+    )
+    assert (h.evicted, h.spec_hash, h.target_version, h.skip_tests) == (None, None, None, None)
+    assert h.update_status == UpdateStatus(in_progress=None, installed=None, retry=None)
+    assert h.domain_capabilities == DomainCapabilities(None, None, (), (), ())
+    assert h.capabilities == Capabilities(None, None, None)
+    assert sorted(w.split(":")[0] for w in h.warnings) == [
+        "spec.skipTests",
+        "spec.version",
+        "status.capabilities",
+        "status.domainCapabilities.arch",
+        "status.domainCapabilities.supportedFeatures",
+        "status.evicted",
+        "status.specHash",
+        "status.updateStatus.inProgress",
+        "status.updateStatus.retry",
+    ]

@@ -2,7 +2,7 @@
 
 The reference follows Kubernetes' ``resource.ParseQuantity`` (apimachinery
 ``pkg/api/resource/quantity.go``): grammar, suffix values, and rounding of anything
-finer than 10**-9 up, away from zero. It shares no code with ``gateway.quantity``;
+finer than 10**-9 up, away from zero. It shares no code with ``gateway.domain.quantity``;
 only the gateway's documented safety bounds (string length, exponent size and
 magnitude) are imported as the policy they are.
 """
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from gateway.quantity import (
+from gateway.domain.quantity import (
     MAX_EXPONENT,
     MAX_LENGTH,
     QuantityError,

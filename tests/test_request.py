@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.request import TooDeep, loads
+from gateway.http.request import TooDeep, loads
 from tests import fleet
 from tests.test_limits import gateway
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from graphql import GraphQLEnumType, GraphQLInputObjectType, GraphQLObjectType, get_named_type
 
+from gateway.api.schema import schema, sdl
 from gateway.cli import main
-from gateway.schema import schema, sdl
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILTIN = {"String", "Int", "Float", "Boolean", "ID"}

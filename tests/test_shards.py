@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.shards import SHARDS, ShardedMap
+from gateway.store.shards import SHARDS, ShardedMap
 
 names = st.text(alphabet="abcdefgh-0123456789", min_size=1, max_size=6)
 operations = st.lists(st.tuples(st.booleans(), names, st.integers()), max_size=60)

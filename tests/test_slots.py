@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from gateway import slots
-from gateway.domain import Basis, Hypervisor, View
-from gateway.fleet import Grouping
-from gateway.parse import parse_hypervisor
+from gateway.domain import slots
+from gateway.domain.fleet import Grouping
+from gateway.domain.parse import parse_hypervisor
+from gateway.domain.records import Basis, Hypervisor, View
 from tests.objects import consumer, hypervisor, uuid_of
 
 GiB = 2**30

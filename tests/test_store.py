@@ -11,7 +11,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from gateway.store import Change, ChangeType, Snapshot, Store
+from gateway.store.store import Change, ChangeType, Snapshot, Store
 from tests.objects import consumer, hypervisor, uuid_of
 
 
@@ -293,7 +293,7 @@ def test_a_failing_listener_breaks_nothing(
     store.listen(failing)
     after = Recorder()
     store.listen(after)
-    with caplog.at_level(logging.ERROR, logger="gateway.store"):
+    with caplog.at_level(logging.ERROR, logger="gateway.store.store"):
         store.upsert(host("a", "1"))
         store.upsert(host("b", "2"))
     assert sorted(store.snapshot.by_name) == ["a", "b"]

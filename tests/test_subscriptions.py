@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import websockets
 
-from gateway.store import Store
-from gateway.totals import fleet_groups
+from gateway.api.totals import fleet_groups
+from gateway.store.store import Store
 from tests import fleet
 from tests.support import run_server
 
@@ -202,10 +202,12 @@ async def test_fleet_capacity_follows_a_host_into_tracking(server: tuple[str, St
             "free": "124",
             "available": "124",
         }
+
+
 async def test_live_totals_are_computed_once_for_all_their_subscribers(
     server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gateway import subscriptions
+    from gateway.api import subscriptions
 
     computed: list[tuple[int, str]] = []
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 import websockets
 
-from gateway.demo import generate
-from gateway.limits import Limits
+from gateway.api.limits import Limits
+from gateway.sources.demo.source import generate
 from tests import fleet
 from tests.support import run_server
 from tests.test_cost import DEPTH_12
@@ -69,7 +69,7 @@ async def test_every_limit_reads_the_same_over_both_transports(protocol: str) ->
             assert await ws_errors(address, protocol, query) == expected
     async with run_server(generate(200)) as (address, _):
         [cost] = await ws_errors(address, protocol, DEPTH_12)
-    assert cost.startswith("query cost ") and "exceeds the limit of 5000000" in cost
+    assert cost.startswith("query cost ") and "exceeds the limit of 1000000" in cost
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

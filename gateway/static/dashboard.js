@@ -1,21 +1,26 @@
 // The capacity dashboard: loads everything once, then follows changes through two
-// subscriptions. Without a working WebSocket it polls instead, and tries the
-// WebSocket again with growing pauses; the header says which of the two is in use.
+// subscriptions (the slots per flavor and zone are asked again when the totals
+// change). Without a working WebSocket it polls instead, and tries the WebSocket
+// again with growing pauses; the header says which of the two is in use.
 
 import { ConsumerSearch } from "./consumer.js";
+import { h } from "./dom.js";
 import { Socket, query, setCredentials } from "./graphql.js";
 import { HYPERVISOR_FIELDS, HypervisorTable } from "./hypervisors.js";
+import { SLOT_FIELDS, renderSlots } from "./slots.js";
 import { FLEET_GROUP_FIELDS, renderZones } from "./zones.js";
 
 const POLL_MS = 5000;
 const CONSUMER_REFRESH_MS = 2000; // at most this often while hypervisors change
+const SLOTS_REFRESH_MS = 5000; // at most this often while the totals change (as polling)
 const RETRY_MS = { first: 5000, max: 60000 };
 
 const HOSTS = `hypervisors { nodes { ${HYPERVISOR_FIELDS} } }
   syncStatus { source synced error hypervisors }`;
 const EVERYTHING = `query Dashboard {
-  fleetCapacity(groupBy: ZONE) { ${FLEET_GROUP_FIELDS} } ${HOSTS} }`;
+  fleetCapacity(groupBy: ZONE) { ${FLEET_GROUP_FIELDS} } ${SLOT_FIELDS} ${HOSTS} }`;
 const HOSTS_ONLY = `query Hypervisors { ${HOSTS} }`;
+const SLOTS_ONLY = `query Slots { ${SLOT_FIELDS} }`;
 const ZONES_CHANGED = `subscription Zones {
   fleetCapacityChanged(groupBy: ZONE) { ${FLEET_GROUP_FIELDS} } }`;
 const HOSTS_CHANGED = `subscription Hosts {
@@ -23,6 +28,7 @@ const HOSTS_CHANGED = `subscription Hosts {
 
 const $ = (id) => document.getElementById(id);
 const zones = $("zones");
+const slots = $("slots");
 const table = new HypervisorTable({
   table: $("hypervisors"),
   filter: $("filter"),
@@ -72,6 +78,7 @@ function updated(status) {
 async function loadEverything() {
   const data = await query(EVERYTHING);
   renderZones(zones, data.fleetCapacity);
+  renderSlots(slots, data.flavors);
   table.update(data.hypervisors.nodes);
   updated(data.syncStatus);
 }
@@ -92,16 +99,33 @@ async function reloadHosts() {
   }
 }
 
-let consumerRefresh = null;
+/** Call task once, ms from the first of a burst of calls: a burst costs one query. */
+function coalesced(task, ms) {
+  let timer = null;
+  return () => {
+    timer ??= setTimeout(() => {
+      timer = null;
+      task();
+    }, ms);
+  };
+}
+
+const refreshConsumer = coalesced(() => consumer.refresh(), CONSUMER_REFRESH_MS);
 function hostChanged(change) {
   if (held) held.push(change);
   else table.apply(change);
   updated(null);
-  consumerRefresh ??= setTimeout(() => {
-    consumerRefresh = null;
-    consumer.refresh();
-  }, CONSUMER_REFRESH_MS);
+  refreshConsumer();
 }
+
+// Slots have no subscription: they follow the totals, which change with every host.
+const refreshSlots = coalesced(async () => {
+  try {
+    renderSlots(slots, (await query(SLOTS_ONLY)).flavors);
+  } catch (error) {
+    slots.replaceChildren(h("p", { class: "error" }, `Slots failed: ${error.message}`));
+  }
+}, SLOTS_REFRESH_MS);
 
 // --- polling, while there is no live connection -------------------------------
 let poller = null;
@@ -151,6 +175,7 @@ async function goLive() {
     next: (result) => {
       if (result.errors?.length) return fail(new Error(result.errors[0].message));
       renderZones(zones, result.data.fleetCapacityChanged);
+      refreshSlots();
       updated(null);
       // The first totals arrive at once: from then on the page is live.
       if (poller) {

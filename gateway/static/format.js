@@ -75,6 +75,22 @@ export function compareDecimal(a, b) {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/** a - b, exact, as a decimal string; null when either is unknown. */
+export function subtract(a, b) {
+  if (a === null || a === undefined || b === null || b === undefined) return null;
+  const places = Math.max(fractionDigits(a), fractionDigits(b));
+  const difference = toScaledInteger(a, places) - toScaledInteger(b, places);
+  const sign = difference < 0n ? "-" : "";
+  const digits = (difference < 0n ? -difference : difference).toString().padStart(places + 1, "0");
+  if (places === 0) return sign + digits;
+  return `${sign}${digits.slice(0, -places)}.${digits.slice(-places)}`;
+}
+
+/** Group keys (zones...) in name order, the group without one (null) last. */
+export function compareKeys(a, b) {
+  return a === b ? 0 : a === null ? 1 : b === null ? -1 : a.localeCompare(b);
+}
+
 /** A float for drawing only (bar widths), where 2^-53 relative error is invisible. */
 export function approximate(value) {
   return value === null || value === undefined ? 0 : Number(value);

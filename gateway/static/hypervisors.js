@@ -1,16 +1,29 @@
 // The hypervisor table: sortable by any column, filtered by text and state.
-// Over-subscribed hosts (some free < 0) are highlighted; unknown figures read "unknown".
+// Over-subscribed hosts (some available < 0) are highlighted; unknown figures read
+// "unknown"; figures estimated from libvirt (basis ALLOCATION) are marked as such.
 
 import { h } from "./dom.js";
 import { RESOURCES, compareDecimal, formatAmount, formatPercent } from "./format.js";
 
-const RESOURCE_FIELDS = "capacity booked free utilization";
-export const HYPERVISOR_FIELDS = `name zone ready maintenance overcommitted
+const RESOURCE_FIELDS = "capacity available used basis utilization";
+export const HYPERVISOR_FIELDS = `name zone ready maintenance overcommitted bookingsTracked
   cpu: resource(name: "cpu") { ${RESOURCE_FIELDS} }
   memory: resource(name: "memory") { ${RESOURCE_FIELDS} }`;
 
-// A host with no figures at all for a resource has nothing booked and an unknown capacity.
-const NOTHING_KNOWN = { capacity: null, booked: "0", free: null, utilization: null };
+const BASIS = { BOOKINGS: "bookings", ALLOCATION: "allocation" };
+
+/** A host with no figures at all for a resource: a tracked one has booked none of it. */
+function nothingKnown(hv) {
+  const used = hv.bookingsTracked ? "0" : null;
+  return { capacity: null, available: null, used, basis: null, utilization: null };
+}
+
+const figures = (hv, resource) => hv[resource] ?? nothingKnown(hv);
+
+/** The basis of the host's figures: the same for every resource it knows. */
+function basis(hv) {
+  return RESOURCES.map(([resource]) => figures(hv, resource).basis).find(Boolean) ?? null;
+}
 
 const text = (a, b) => a.localeCompare(b);
 const number = (a, b) => a - b;
@@ -18,17 +31,27 @@ const number = (a, b) => a - b;
 // decide quickly and only their ties need the exact comparison.
 const decimal = (a, b) => Number(a) - Number(b) || compareDecimal(a, b);
 const yesNo = (value) => (value ? "yes" : "no");
+const FIELDS = ["available", "used", "capacity", "utilization"];
 const COLUMNS = [
   { key: "name", label: "Hypervisor", get: (hv) => hv.name, compare: text },
   { key: "zone", label: "Zone", get: (hv) => hv.zone, compare: text },
   { key: "ready", label: "Ready", get: (hv) => hv.ready, compare: number, show: yesNo },
   { key: "maintenance", label: "Maintenance", get: (hv) => hv.maintenance, compare: text },
+  {
+    key: "basis",
+    label: "Basis",
+    figure: true,
+    get: basis,
+    compare: text,
+    show: (value) => (value === null ? "unknown" : BASIS[value]),
+  },
   ...RESOURCES.flatMap(([resource]) =>
-    ["free", "booked", "capacity", "utilization"].map((field) => ({
+    FIELDS.map((field) => ({
       key: `${resource}.${field}`,
       label: field === "utilization" ? "util." : field,
       resource,
-      get: (hv) => (hv[resource] ?? NOTHING_KNOWN)[field],
+      figure: true,
+      get: (hv) => figures(hv, resource)[field],
       compare: field === "utilization" ? number : decimal,
       show: field === "utilization" ? formatPercent : (v) => formatAmount(resource, v),
     })),
@@ -44,7 +67,9 @@ export class HypervisorTable {
   constructor({ table, filter, oversubscribedOnly, count }) {
     Object.assign(this, { table, filter, oversubscribedOnly, count });
     const plain = COLUMNS.filter((column) => !column.resource);
-    const groups = RESOURCES.map(([, label]) => h("th", { colspan: 4, class: "group" }, label));
+    const groups = RESOURCES.map(([, label]) =>
+      h("th", { colspan: FIELDS.length, class: "group" }, label),
+    );
     const headers = COLUMNS.map((column) =>
       h(
         "th",
@@ -92,7 +117,10 @@ export class HypervisorTable {
     const column = COLUMNS.find((c) => c.key === this.#sort.key);
     const needle = this.filter.value.trim().toLowerCase();
     const matches = (hv) =>
-      !needle || [hv.name, hv.zone, hv.maintenance].some((v) => v?.toLowerCase().includes(needle));
+      !needle ||
+      [hv.name, hv.zone, hv.maintenance, BASIS[basis(hv)]].some((v) =>
+        v?.toLowerCase().includes(needle),
+      );
     const rows = [...this.#nodes.values()]
       .filter((hv) => matches(hv) && (!this.oversubscribedOnly.checked || hv.overcommitted))
       .sort((a, b) => this.#compare(column, a, b));
@@ -126,16 +154,19 @@ function row(hv) {
     { class: hv.overcommitted && "oversubscribed", dataset: { name: hv.name } },
     COLUMNS.map((column) => {
       const value = column.get(hv);
-      const classes = column.resource && [
-        "numeric",
-        value === null && "unknown",
-        typeof value === "string" && value.startsWith("-") && "negative",
-      ];
+      const estimated = column.resource && figures(hv, column.resource).basis === "ALLOCATION";
+      const classes = [
+        column.resource && "numeric",
+        column.figure && value === null && "unknown",
+        typeof value === "string" && column.resource && value.startsWith("-") && "negative",
+        (column.key === "basis" ? value === "ALLOCATION" : estimated) && "estimate",
+      ].filter(Boolean);
       return h(
         "td",
         {
           dataset: { field: column.key, value: value ?? "" },
-          class: classes && classes.filter(Boolean).join(" "),
+          class: classes.length > 0 && classes.join(" "),
+          title: estimated && "estimated from libvirt's allocation (bookings not tracked)",
         },
         column.show ? column.show(value) : (value ?? ""),
       );

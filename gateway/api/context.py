@@ -1,0 +1,117 @@
+"""What every resolver sees: the store, the source's status, one snapshot, the flavors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway.api.budget import Budget
+from gateway.domain.flavors import NO_CATALOG, Catalog
+from gateway.domain.records import Hypervisor
+from gateway.store.feed import Feed
+from gateway.store.reads import Reads
+from gateway.store.source import SyncStatus
+from gateway.store.store import Snapshot, Store
+
+__all__ = ["Context"]
+
+
+class Context:
+    """Per-request (or per-WebSocket) context.
+
+    An HTTP request pins one snapshot for its whole execution, so one response never
+    mixes two versions of the fleet. A WebSocket connection lives for hours: its
+    context follows the store, and each subscription message is executed against
+    the snapshot current when it is sent.
+    """
+
+    __slots__ = (
+        "_hosts_read",
+        "_read_fleet",
+        "_snapshot",
+        "budget",
+        "catalog",
+        "coalesce_interval",
+        "connection",
+        "connection_params",
+        "feed",
+        "max_page_size",
+        "on_lag",
+        "status",
+        "store",
+    )
+
+    def __init__(
+        self,
+        store: Store,
+        status: SyncStatus,
+        feed: Feed,
+        *,
+        pinned: bool = True,
+        coalesce_interval: float = 1.0,
+        max_page_size: int = 10_000,
+        connection: object = None,
+        on_lag: Callable[[], None] | None = None,
+        catalog: Catalog = NO_CATALOG,
+    ) -> None:
+        self.store = store
+        #: The flavor catalog slots can be asked for by name (empty: none loaded).
+        self.catalog = catalog
+        self.status = status
+        self.feed = feed
+        self.coalesce_interval = coalesce_interval
+        self.max_page_size = max_page_size
+        self._snapshot = store.snapshot if pinned else None
+        #: The transport's handle of a subscription connection; the API never looks inside.
+        self.connection = connection
+        #: Ends the connection of a subscriber too slow to keep up; the transport sets it.
+        self.on_lag = on_lag
+        #: The payload of a WebSocket's connection_init (credentials live there).
+        self.connection_params: object = None
+        #: What the operation may still spend (see gateway.api.budget); None: no limit.
+        self.budget: Budget | None = None
+        self._read_fleet = False
+        self._hosts_read: dict[str, Hypervisor | None] = {}
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The fleet, for a resolver: its answer now depends on every host."""
+        self._read_fleet = True
+        return self.pinned
+
+    @property
+    def pinned(self) -> Snapshot:
+        """The snapshot, for the transport (cache keys, cost): recorded as no read."""
+        return self._snapshot or self.store.snapshot
+
+    def host(self, name: str) -> Hypervisor | None:
+        """One hypervisor by name, for a resolver: its answer depends on this host only."""
+        record = self._hosts_read[name] = self.pinned.by_name.get(name)
+        return record
+
+    def reads(self) -> Reads:
+        """What the resolvers read so far, for the cache (gateway.store.reads)."""
+        if self._read_fleet:
+            return Reads(self.pinned.generation)
+        return Reads(None, tuple(self._hosts_read.items()))
+
+    def for_operation(self) -> Context:
+        """A context pinned to the current snapshot, for one query.
+
+        A WebSocket connection's context is shared by its operations and follows the
+        store; one query's answer must come from one snapshot and spend its own budget.
+        """
+        context = Context(
+            self.store,
+            self.status,
+            self.feed,
+            coalesce_interval=self.coalesce_interval,
+            max_page_size=self.max_page_size,
+        )
+        context.connection_params = self.connection_params
+        return context
+
+    def cut_off(self) -> None:
+        """End a subscriber that fell too far behind, once; how is the transport's business."""
+        if self.on_lag is not None:
+            on_lag, self.on_lag = self.on_lag, None
+            on_lag()

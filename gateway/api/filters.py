@@ -1,0 +1,262 @@
+"""Filtering and ordering hypervisors: the inputs of ``Query.hypervisors`` and friends."""
+
+import decimal
+from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
+from enum import Enum
+from typing import Any
+
+import strawberry
+from graphql import GraphQLError
+
+from gateway.api.scalars import CapacityView, Quantity, domain_view
+from gateway.domain import capacity
+from gateway.domain import records as domain
+from gateway.domain.selector import SelectorError, parse_selector
+from gateway.store.store import Snapshot
+
+__all__ = [
+    "HypervisorFilter",
+    "HypervisorOrder",
+    "apply_filter",
+    "compile_filter",
+    "order_keys",
+]
+
+Predicate = Callable[[domain.Hypervisor], bool]
+
+
+@strawberry.input(description="An amount of one resource a workload asks for.")
+class ResourceRequest:
+    resource: str = strawberry.field(description="Resource key: cpu, memory, DISK_GB, ...")
+    amount: Quantity = strawberry.field(
+        description='Amount in base units (cores, bytes), e.g. "4" or "16Gi".'
+    )
+
+
+@strawberry.input(description="Conditions a hypervisor must meet; all given ones must hold.")
+class HypervisorFilter:
+    names: list[str] | None = strawberry.field(default=None, description="Any of these names.")
+    zone: str | None = strawberry.field(default=None, description="Availability zone label.")
+    region: str | None = strawberry.field(default=None, description="Region label.")
+    building_block: str | None = strawberry.field(default=None, description="Building block.")
+    aggregate: str | None = strawberry.field(
+        default=None, description="Member of this aggregate (name or UUID, any source)."
+    )
+    trait: str | None = strawberry.field(default=None, description="Has this trait (any source).")
+    label_selector: str | None = strawberry.field(
+        default=None, description='Kubernetes label selector, e.g. "a=b,c in (d,e),!f".'
+    )
+    ready: bool | None = strawberry.field(default=None, description="Ready condition is True.")
+    maintenance: list[str] | None = strawberry.field(
+        default=None,
+        description='spec.maintenance is one of these; "" matches hosts not in maintenance.',
+    )
+    consumer: str | None = strawberry.field(
+        default=None, description="This consumer UUID is booked on it."
+    )
+    project_id: str | None = strawberry.field(
+        default=None, description="A consumer of this project is booked on it."
+    )
+    view: CapacityView = strawberry.field(
+        default=CapacityView.AVAILABLE,
+        description="The figure canFit and overcommitted judge: AVAILABLE (each host on its own "
+        "basis), BOOKINGS (free) or ALLOCATION (unallocated).",
+    )
+    can_fit: list[ResourceRequest] | None = strawberry.field(
+        default=None,
+        description=(
+            "The view's figure admits this request under Placement rules: for every resource, "
+            "min_unit <= amount <= max_unit and amount <= the figure, where min_unit is 1 core, "
+            "1 MiB or 1 unit and max_unit the physical total. Unknown never fits; in the "
+            "BOOKINGS view a host whose bookings are not tracked never does."
+        ),
+    )
+    overcommitted: bool | None = strawberry.field(
+        default=None,
+        description="Some resource's figure in the view is negative (true), or every known "
+        "capacity has a non-negative figure (false); hosts whose figures are unknown match "
+        "neither.",
+    )
+    bookings_tracked: bool | None = strawberry.field(
+        default=None, description="spec.bookings is present."
+    )
+    has_status: bool | None = strawberry.field(
+        default=None, description="The node agent has reported a status."
+    )
+    evicted: bool | None = strawberry.field(
+        default=None,
+        description="status.evicted is true; false matches every host not reported evicted.",
+    )
+    tainted: bool | None = strawberry.field(
+        default=None,
+        description="The Tainted condition is True; false matches every host not tainted.",
+    )
+
+
+@strawberry.enum(description="What to order hypervisors by.")
+class HypervisorOrderField(Enum):
+    NAME = strawberry.enum_value("NAME", description="Hypervisor name.")
+    AVAILABLE = strawberry.enum_value(
+        "AVAILABLE", description="Best known free figure of the resource (available)."
+    )
+    FREE = strawberry.enum_value("FREE", description="Free capacity of the resource (bookings).")
+    BOOKED = strawberry.enum_value("BOOKED", description="Booked amount of the resource.")
+    CAPACITY = strawberry.enum_value("CAPACITY", description="Capacity of the resource.")
+    UTILIZATION = strawberry.enum_value(
+        "UTILIZATION", description="used / capacity of the resource (best known figure)."
+    )
+
+
+@strawberry.enum(description="Sort direction.")
+class OrderDirection(Enum):
+    ASC = strawberry.enum_value("ASC", description="Smallest first.")
+    DESC = strawberry.enum_value("DESC", description="Largest first.")
+
+
+@strawberry.input(
+    description="Ordering; ties by name. Unknown (null) values come last in both directions."
+)
+class HypervisorOrder:
+    field: HypervisorOrderField = strawberry.field(
+        default=HypervisorOrderField.NAME, description="Sort key."
+    )
+    resource: str | None = strawberry.field(
+        default=None,
+        description="Resource for AVAILABLE, FREE, BOOKED, CAPACITY, UTILIZATION (e.g. cpu).",
+    )
+    direction: OrderDirection = strawberry.field(
+        default=OrderDirection.ASC, description="ASC or DESC."
+    )
+
+
+def apply_filter(snapshot: Snapshot, where: HypervisorFilter | None) -> list[domain.Hypervisor]:
+    """The hypervisors of ``snapshot`` that match, in name order.
+
+    Starts from the narrowest index the filter allows, then checks the rest.
+    """
+    if where is None:
+        return list(snapshot.ordered)
+    candidates: Iterable[domain.Hypervisor] = snapshot.ordered
+    if where.consumer is not None:
+        names = {b.hypervisor for b in snapshot.by_consumer.get(where.consumer.lower(), ())}
+        candidates = [h for h in candidates if h.name in names]
+    elif where.zone is not None:
+        candidates = snapshot.by_zone.get(where.zone, ())
+    elif where.trait is not None:
+        candidates = snapshot.by_trait.get(where.trait, ())
+    matches = compile_filter(where)
+    return [h for h in candidates if matches(h)]
+
+
+def compile_filter(where: HypervisorFilter | None) -> Predicate:
+    """A predicate for one hypervisor; raises GraphQLError for a malformed filter."""
+    if where is None:
+        return lambda h: True
+    predicates = list(_predicates(where))
+    return lambda h: all(p(h) for p in predicates)
+
+
+def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:
+    if where.names is not None:
+        names = set(where.names)
+        yield lambda h: h.name in names
+    for attribute in ("zone", "region", "building_block"):
+        if (value := getattr(where, attribute)) is not None:
+            yield lambda h, a=attribute, v=value: getattr(h, a) == v  # type: ignore[misc]
+    if (aggregate := where.aggregate) is not None:
+        yield lambda h: any(aggregate in (a.name, a.uuid) for a in h.aggregates)
+    if (trait := where.trait) is not None:
+        yield lambda h: any(t.name == trait for t in h.traits)
+    if where.label_selector is not None:
+        try:
+            matches = parse_selector(where.label_selector)
+        except SelectorError as error:
+            raise GraphQLError(str(error)) from error
+        yield lambda h: matches(h.labels)
+    if where.maintenance is not None:
+        modes = {m or None for m in where.maintenance}
+        yield lambda h: h.maintenance in modes
+    if (consumer := where.consumer) is not None:
+        yield lambda h: domain.has_consumer(h, consumer)
+    if (project := where.project_id) is not None:
+        yield lambda h: any(c.project_id == project for c in h.consumers)
+    view = domain_view(where.view)
+    if where.can_fit is not None:
+        request = _request(where.can_fit)
+        yield lambda h: capacity.fits(h, request, view)
+    if (overcommitted := where.overcommitted) is not None:
+        yield lambda h: h.overcommitted_in(view) is overcommitted
+    for flag in ("ready", "bookings_tracked", "has_status"):
+        if (wanted := getattr(where, flag)) is not None:
+            yield lambda h, f=flag, w=wanted: getattr(h, f) is w  # type: ignore[misc]
+    # Unknown counts as "not": an agent that omits false (omitempty) means false.
+    for flag in ("evicted", "tainted"):
+        if (wanted := getattr(where, flag)) is not None:
+            yield lambda h, f=flag, w=wanted: (getattr(h, f) is True) is w  # type: ignore[misc]
+
+
+def _request(requests: Sequence[ResourceRequest]) -> dict[str, Decimal]:
+    total: dict[str, Decimal] = {}
+    for r in requests:
+        if r.amount <= 0:
+            raise GraphQLError(f"canFit amount for {r.resource} must be positive")
+        total[r.resource] = total.get(r.resource, Decimal(0)) + r.amount
+    return total
+
+
+# Ordering. Keys sort ascending in the wanted order, so pagination can bisect them:
+# (unknown last, value, name), with values negated for DESC.
+
+Key = tuple[int, Decimal, Any]
+
+
+def order_keys(
+    hypervisors: Sequence[domain.Hypervisor], order: HypervisorOrder | None
+) -> list[Key]:
+    order = order or HypervisorOrder()
+    descending = order.direction is OrderDirection.DESC
+    if order.field is HypervisorOrderField.NAME:
+        return [
+            (0, Decimal(0), _descending_name(h.name) if descending else h.name) for h in hypervisors
+        ]
+    if not order.resource:
+        raise GraphQLError(f"orderBy {order.field.value} needs a resource, e.g. cpu")
+    value = _VALUES[order.field]
+    keys = []
+    for h in hypervisors:
+        resource = h.resources.get(order.resource)
+        v = value(resource) if resource is not None else None
+        keys.append((1, Decimal(0), h.name) if v is None else (0, -v if descending else v, h.name))
+    return keys
+
+
+def _descending_name(name: str) -> tuple[int, ...]:
+    """A key that sorts names in reverse: negated code points, then a sentinel larger
+    than any of them, so that a prefix sorts after the longer name."""
+    return (*(-ord(c) for c in name), 1)
+
+
+_VALUES: dict[HypervisorOrderField, Callable[[domain.ResourceCapacity], Decimal | None]] = {
+    HypervisorOrderField.AVAILABLE: lambda r: r.available,
+    HypervisorOrderField.FREE: lambda r: r.free,
+    HypervisorOrderField.BOOKED: lambda r: r.booked,
+    HypervisorOrderField.CAPACITY: lambda r: r.capacity,
+    HypervisorOrderField.UTILIZATION: lambda r: r.utilization,
+}
+
+
+def cursor_key(key: Key) -> tuple[Any, ...]:
+    flag, value, name = key
+    return (flag, str(value), list(name) if isinstance(name, tuple) else name)
+
+
+def parse_key(parts: list[Any]) -> Key:
+    flag, value, name = parts
+    try:
+        number = Decimal(value)
+    except (decimal.InvalidOperation, TypeError) as error:
+        raise ValueError(value) from error
+    if not isinstance(flag, int) or not isinstance(name, (str, list)):
+        raise ValueError(parts)
+    return (flag, number, tuple(name) if isinstance(name, list) else name)

@@ -1,0 +1,314 @@
+"""The GraphQL schema: the ``Query`` root and the schema object.
+
+Every resolver reads the request's snapshot (``info.context.snapshot``) and the
+precomputed records in it; none of them talks to Kubernetes or the file system.
+"""
+
+import datetime
+from decimal import Decimal
+from typing import Annotated
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.schema.config import StrawberryConfig
+from strawberry.types import Info
+
+from gateway.api.catalog import Flavor, SlotGroup, flavor_slots
+from gateway.api.context import Context
+from gateway.api.executor import shortcut_resolvers
+from gateway.api.filters import (
+    HypervisorFilter,
+    HypervisorOrder,
+    ResourceRequest,
+    apply_filter,
+    cursor_key,
+    order_keys,
+    parse_key,
+)
+from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor, consumer_view
+from gateway.api.pagination import Connection, paginate
+from gateway.api.scalars import QUANTITY_DESCRIPTION, CapacityView, PlacementProvider, Quantity
+from gateway.api.subscriptions import Subscription
+from gateway.api.totals import FleetGroup, FleetGrouping, fleet_groups
+from gateway.domain.quantity import QuantityError, format_quantity, parse_quantity
+from gateway.store.source import SyncStatus as SyncStatusRecord
+
+__all__ = ["LIVE_FIELDS", "LOOKUP_FIELDS", "build_schema", "schema", "sdl"]
+
+#: Fields answered from the source's live status, not from the store snapshot:
+#: answers that read them are never taken from the response cache.
+LIVE_FIELDS = frozenset({"syncStatus"})
+
+#: Root fields that find one object by its key: a query of these alone, reading no
+#: list, is answered on the event loop (see gateway.http.operations).
+LOOKUP_FIELDS = frozenset({"hypervisor", "consumer", "placementProvider", "syncStatus"})
+
+
+FilterArg = Annotated[
+    HypervisorFilter | None, strawberry.argument(description="Conditions (default: all hosts).")
+]
+FirstArg = Annotated[
+    int | None,
+    strawberry.argument(
+        description="Page size. Default: all remaining, up to the server's page size limit "
+        "(10000 unless configured); pageInfo.hasNextPage tells whether more follow."
+    ),
+]
+AfterArg = Annotated[
+    str | None, strawberry.argument(description="Start after this cursor (an endCursor).")
+]
+
+
+@strawberry.type(description="How current the gateway's view of the fleet is.")
+class SyncStatus:
+    source: str = strawberry.field(description="kubernetes, file or demo.")
+    synced: bool = strawberry.field(description="A complete view has been loaded and is kept.")
+    error: str | None = strawberry.field(description="The source's current problem, if any.")
+    relists: int = strawberry.field(description="Full relists since start.")
+    watch_restarts: int = strawberry.field(description="Watch connections restarted since start.")
+
+    @strawberry.field(description="Store generation: grows with every change to the fleet.")
+    def generation(self, info: Info[Context, None]) -> str:
+        return str(info.context.snapshot.generation)
+
+    @strawberry.field(description="The latest resourceVersion the cache is known to be at.")
+    def resource_version(self, info: Info[Context, None]) -> str | None:
+        return info.context.store.resource_version
+
+    @strawberry.field(description="Hypervisors in the store.")
+    def hypervisors(self, info: Info[Context, None]) -> int:
+        return len(info.context.snapshot)
+
+    @strawberry.field(description="Objects that could not be represented, with the reason.")
+    def rejected(self, info: Info[Context, None]) -> list[str]:
+        return [f"{name}: {reason}" for name, reason in sorted(info.context.store.rejected.items())]
+
+    @strawberry.field(description="Time of the last change event (RFC 3339), if any.")
+    def last_event_at(self, root: strawberry.Parent[SyncStatusRecord]) -> str | None:
+        return _timestamp(root.last_event_at)
+
+    @strawberry.field(
+        description="Seconds since the cache last confirmed it is current (an event, bookmark "
+        "or reload)."
+    )
+    def seconds_since_confirmed(self, root: strawberry.Parent[SyncStatusRecord]) -> float | None:
+        return root.seconds_since_confirmed()
+
+
+def _timestamp(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+@strawberry.input(description="Conditions a consumer must meet; all given ones must hold.")
+class ConsumerFilter:
+    project_id: str | None = strawberry.field(default=None, description="OpenStack project.")
+    user_id: str | None = strawberry.field(default=None, description="OpenStack user.")
+    consumer_type: str | None = strawberry.field(default=None, description="INSTANCE, MIGRATION...")
+    migrating: bool | None = strawberry.field(
+        default=None, description="Booked on more than one hypervisor."
+    )
+    hypervisor: str | None = strawberry.field(default=None, description="Booked on this host.")
+
+
+def _consumer_matches(record: ConsumerRecord, where: ConsumerFilter) -> bool:
+    bookings = record.bookings
+    if where.project_id is not None and not any(b.project_id == where.project_id for b in bookings):
+        return False
+    if where.user_id is not None and not any(b.user_id == where.user_id for b in bookings):
+        return False
+    if where.consumer_type is not None and not any(
+        b.consumer_type == where.consumer_type for b in bookings
+    ):
+        return False
+    if where.hypervisor is not None and not any(b.hypervisor == where.hypervisor for b in bookings):
+        return False
+    if where.migrating is not None:
+        return (len({b.hypervisor for b in bookings}) > 1) is where.migrating
+    return True
+
+
+@strawberry.type(description="Questions about hypervisors, bookings, consumers and capacity.")
+class Query:
+    @strawberry.field(description="One hypervisor by name, or null.")
+    def hypervisor(
+        self,
+        info: Info[Context, None],
+        name: Annotated[str, strawberry.argument(description="Object name.")],
+    ) -> Hypervisor | None:
+        return info.context.host(name)  # type: ignore[return-value]
+
+    @strawberry.field(description="Hypervisors matching a filter, ordered and paged.")
+    def hypervisors(
+        self,
+        info: Info[Context, None],
+        filter: FilterArg = None,
+        order_by: Annotated[
+            HypervisorOrder | None, strawberry.argument(description="Ordering (default: name).")
+        ] = None,
+        first: FirstArg = None,
+        after: AfterArg = None,
+    ) -> Connection[Hypervisor]:
+        matches = apply_filter(info.context.snapshot, filter)
+        keys = order_keys(matches, order_by)
+        ranked = sorted(zip(keys, matches, strict=True), key=lambda pair: pair[0])
+        return paginate(
+            [h for _, h in ranked],
+            [k for k, _ in ranked],
+            first,
+            after,
+            cursor_key,
+            parse_key,
+            info.context.max_page_size,
+        )
+
+    @strawberry.field(description="A consumer by UUID across all hypervisors, or null.")
+    def consumer(
+        self,
+        info: Info[Context, None],
+        uuid: Annotated[str, strawberry.argument(description="Consumer UUID (any case).")],
+    ) -> Consumer | None:
+        return consumer_view(info.context, uuid)  # type: ignore[return-value]
+
+    @strawberry.field(description="Consumers matching a filter, ordered by UUID and paged.")
+    def consumers(
+        self,
+        info: Info[Context, None],
+        filter: Annotated[
+            ConsumerFilter | None, strawberry.argument(description="Conditions (default: all).")
+        ] = None,
+        first: FirstArg = None,
+        after: AfterArg = None,
+    ) -> Connection[Consumer]:
+        records = [
+            ConsumerRecord(uuid, bookings)
+            for uuid, bookings in info.context.snapshot.by_consumer.items()
+        ]
+        if filter is not None:
+            records = [r for r in records if _consumer_matches(r, filter)]
+        return paginate(
+            records,
+            [(r.uuid,) for r in records],
+            first,
+            after,
+            tuple,
+            tuple,
+            info.context.max_page_size,
+        )
+
+    @strawberry.field(
+        description="Capacity totals for the fleet (or the hosts a filter selects), optionally "
+        "grouped. Only known figures are summed; unknownCapacityHosts says how many are missing."
+    )
+    def fleet_capacity(
+        self,
+        info: Info[Context, None],
+        filter: FilterArg = None,
+        group_by: Annotated[
+            FleetGrouping, strawberry.argument(description="Grouping (default NONE).")
+        ] = FleetGrouping.NONE,
+    ) -> list[FleetGroup]:
+        return fleet_groups(info.context.snapshot, filter, group_by)  # type: ignore[return-value]
+
+    @strawberry.field(
+        description="How many more instances of one size fit, per group (domain brief, section "
+        "4): give exactly one of request (explicit amounts) and flavor (a catalog name). For "
+        "every catalog flavor at once, ask flavors { name slots(groupBy: ...) { ... } }."
+    )
+    def slots(
+        self,
+        info: Info[Context, None],
+        request: Annotated[
+            list[ResourceRequest] | None,
+            strawberry.argument(description="What one instance requests (each resource once)."),
+        ] = None,
+        flavor: Annotated[
+            str | None,
+            strawberry.argument(
+                description="A flavor of the catalog; unknown names fail (UNKNOWN_FLAVOR)."
+            ),
+        ] = None,
+        filter: FilterArg = None,
+        group_by: Annotated[
+            FleetGrouping, strawberry.argument(description="Grouping (default NONE).")
+        ] = FleetGrouping.NONE,
+        view: Annotated[
+            CapacityView,
+            strawberry.argument(
+                description="The figure slots divide: AVAILABLE (default), BOOKINGS or "
+                "ALLOCATION. Independent of filter.view."
+            ),
+        ] = CapacityView.AVAILABLE,
+    ) -> list[SlotGroup]:
+        groups = flavor_slots(info, request, flavor, filter, group_by, view)
+        return groups  # type: ignore[return-value]
+
+    @strawberry.field(
+        description="The flavor catalog (serve --flavors FILE; the demo ships one), in file "
+        "order; empty when none is loaded."
+    )
+    def flavors(self, info: Info[Context, None]) -> list[Flavor]:
+        return list(info.context.catalog.flavors)  # type: ignore[arg-type]
+
+    @strawberry.field(description="The Placement view of the hypervisor with this provider UUID.")
+    def placement_provider(
+        self,
+        info: Info[Context, None],
+        uuid: Annotated[str, strawberry.argument(description="Resource provider UUID.")],
+    ) -> PlacementProvider | None:
+        wanted = uuid.lower()
+        for h in info.context.snapshot.ordered:
+            if h.hypervisor_id is not None and h.hypervisor_id.lower() == wanted:
+                return h  # type: ignore[return-value]
+        return None
+
+    @strawberry.field(description="How current the gateway's cache is.")
+    def sync_status(self, info: Info[Context, None]) -> SyncStatus:
+        return info.context.status  # type: ignore[return-value]
+
+
+def _serialize(value: Decimal) -> str:
+    return format_quantity(value)
+
+
+def _parse(value: object) -> Decimal:
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise GraphQLError(f"Quantity must be a string (or an integer), got {value!r}")
+    try:
+        return parse_quantity(value)
+    except QuantityError as error:
+        raise GraphQLError(str(error)) from error
+
+
+#: Per-host lookups whose resolvers read the parent with String arguments only.
+DIRECT_LOOKUPS = (("Hypervisor", "resource"), ("Hypervisor", "label"))
+
+
+def build_schema() -> strawberry.Schema:
+    """The schema. One instance serves both transports, whose limits are the
+    gateway's own (gateway.http.operations, gateway.http.execution), not Strawberry extensions."""
+    built = strawberry.Schema(
+        query=Query,
+        subscription=Subscription,
+        config=StrawberryConfig(
+            scalar_map={
+                Quantity: strawberry.scalar(
+                    name="Quantity",
+                    description=QUANTITY_DESCRIPTION,
+                    serialize=_serialize,
+                    parse_value=_parse,
+                )
+            }
+        ),
+    )
+    shortcut_resolvers(built, DIRECT_LOOKUPS)
+    return built
+
+
+schema = build_schema()
+
+
+def sdl() -> str:
+    """The schema in SDL, as committed in ``schema.graphql``."""
+    return schema.as_str() + "\n"

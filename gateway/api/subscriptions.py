@@ -1,0 +1,130 @@
+"""GraphQL subscriptions: live changes of hypervisors, consumers and fleet totals."""
+
+import weakref
+from collections.abc import AsyncGenerator
+from enum import Enum
+from typing import Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from gateway.api.context import Context
+from gateway.api.filters import HypervisorFilter, compile_filter
+from gateway.api.objects import Consumer, Hypervisor, consumer_view
+from gateway.api.totals import FleetGroup, FleetGrouping, fleet_groups
+from gateway.domain import fleet
+from gateway.domain import records as domain
+from gateway.store.store import ChangeType as StoreChangeType
+from gateway.store.store import Snapshot
+
+__all__ = ["Subscription"]
+
+
+@strawberry.enum(description="What happened to a hypervisor.")
+class ChangeType(Enum):
+    ADDED = strawberry.enum_value("ADDED", description="It appeared (or now matches the filter).")
+    MODIFIED = strawberry.enum_value("MODIFIED", description="Its spec or status changed.")
+    DELETED = strawberry.enum_value(
+        "DELETED", description="It is gone (or no longer matches); its last state is given."
+    )
+
+
+@strawberry.type(description="A change to one hypervisor.")
+class HypervisorChange:
+    type: ChangeType = strawberry.field(description="ADDED, MODIFIED or DELETED.")
+    hypervisor: Hypervisor = strawberry.field(
+        description="The new state; for DELETED, the last state before it went away."
+    )
+
+
+@strawberry.type(description="Live updates. Subscribe over WebSocket on /graphql.")
+class Subscription:
+    @strawberry.subscription(
+        description="Every change to a hypervisor matching the filter, in order. A host that "
+        "stops matching is reported DELETED, one that starts matching ADDED. A subscriber "
+        "that falls too far behind is ended with an error and should subscribe again."
+    )
+    async def hypervisor_changed(
+        self,
+        info: Info[Context, None],
+        filter: Annotated[
+            HypervisorFilter | None, strawberry.argument(description="Hosts to watch.")
+        ] = None,
+    ) -> AsyncGenerator[HypervisorChange, None]:
+        matches = compile_filter(filter)
+        async for change in info.context.feed.changes(on_lag=info.context.cut_off):
+            before = change.previous is not None and matches(change.previous)
+            after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
+            if before or after:
+                kind = _change_type(change.type, before, after)
+                yield HypervisorChange(type=kind, hypervisor=change.hypervisor)  # type: ignore[arg-type]
+
+    @strawberry.subscription(
+        description="The consumer now, then again whenever one of its bookings changes; "
+        "null once it is booked nowhere."
+    )
+    async def consumer_changed(
+        self,
+        info: Info[Context, None],
+        uuid: Annotated[str, strawberry.argument(description="Consumer UUID (any case).")],
+    ) -> AsyncGenerator[Consumer | None, None]:
+        wanted = uuid.lower()
+        yield consumer_view(info.context, wanted)  # type: ignore[misc]
+        async for change in info.context.feed.changes(on_lag=info.context.cut_off):
+            states = (change.hypervisor, change.previous)
+            if any(h is not None and domain.has_consumer(h, wanted) for h in states):
+                yield consumer_view(info.context, wanted)  # type: ignore[misc]
+
+    @strawberry.subscription(
+        description="fleetCapacity now, then the newest totals whenever they change, at most "
+        "one message per coalescing interval (default 1 s): a slow reader always gets the "
+        "latest totals, never a backlog."
+    )
+    async def fleet_capacity_changed(
+        self,
+        info: Info[Context, None],
+        filter: Annotated[
+            HypervisorFilter | None, strawberry.argument(description="Hosts to total.")
+        ] = None,
+        group_by: Annotated[
+            FleetGrouping, strawberry.argument(description="Grouping (default NONE).")
+        ] = FleetGrouping.NONE,
+    ) -> AsyncGenerator[list[FleetGroup], None]:
+        previous = None
+        async for snapshot in info.context.feed.snapshots(info.context.coalesce_interval):
+            groups = shared_groups(snapshot, filter, group_by)
+            signature = [(g.key, g.resources) for g in groups]
+            if signature != previous:
+                previous = signature
+                yield groups  # type: ignore[misc]
+
+
+Totals = list[fleet.FleetGroup]
+
+#: Totals per snapshot, per (filter, grouping): gone with the snapshot.
+_totals: weakref.WeakKeyDictionary[Snapshot, dict[tuple[str, FleetGrouping], Totals]]
+_totals = weakref.WeakKeyDictionary()
+
+
+def shared_groups(
+    snapshot: Snapshot, where: HypervisorFilter | None, group_by: FleetGrouping
+) -> Totals:
+    """fleet_groups, computed once per snapshot, filter and grouping for every subscriber.
+
+    A change wakes every fleetCapacityChanged subscriber at once; a dashboard's
+    hundred viewers ask for the same totals, which take a pass over the fleet.
+    A filter is an input object: its repr names every field it was given.
+    """
+    per_snapshot = _totals.setdefault(snapshot, {})
+    key = (repr(where), group_by)
+    if key not in per_snapshot:
+        per_snapshot[key] = fleet_groups(snapshot, where, group_by)
+    return per_snapshot[key]
+
+
+def _change_type(kind: StoreChangeType, before: bool, after: bool) -> ChangeType:
+    if before and not after:
+        return ChangeType.DELETED
+    if after and not before:
+        return ChangeType.ADDED
+    return ChangeType.MODIFIED

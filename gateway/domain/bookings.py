@@ -1,0 +1,128 @@
+"""Reading ``spec.bookings``: the hot loop of parsing a fleet.
+
+A fleet has hundreds of thousands of bookings, so well-formed fields are taken as
+they are, paths are spelled out only for a warning, and what repeats (a project,
+a flavor's resource map) is kept once. Problems are warned about on the
+:class:`Reader`, as everywhere in parsing.
+"""
+
+from __future__ import annotations
+
+import re
+import reprlib
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from gateway.domain.lenient import Reader, shared_string
+from gateway.domain.quantity import CONTEXT
+from gateway.domain.records import Booking, ConsumerBooking, ReservationBooking, add_amounts
+
+__all__ = ["parse_bookings", "total_resources"]
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def parse_bookings(p: Reader, value: Any, hypervisor: str) -> tuple[Booking, ...]:
+    """``spec.bookings`` as records; entries that cannot be one are warned about and skipped."""
+    bookings: list[Booking] = []
+    seen_consumers: set[str] = set()
+    seen_reservations: set[str] = set()
+    for i, entry in enumerate(p.items(value, "spec.bookings")):
+        if type(entry) is not dict:
+            entry = p.mapping(entry, f"spec.bookings[{i}]")
+        consumer, reservation = entry.get("consumer"), entry.get("reservation")
+        if (consumer is None) == (reservation is None):
+            p.warn(
+                f"spec.bookings[{i}]",
+                "must set exactly one of consumer or reservation; booking ignored",
+            )
+            continue
+        path = f"spec.bookings[{i}].{'consumer' if consumer is not None else 'reservation'}"
+        body = consumer if consumer is not None else reservation
+        if type(body) is not dict:
+            body = p.mapping(body, path)
+        resources = p.amounts(body.get("resources"), path + ".resources")
+        booking = (
+            _consumer(p, body, path, hypervisor, resources, seen_consumers)
+            if consumer is not None
+            else _reservation(p, body, path, hypervisor, resources, seen_reservations)
+        )
+        if booking is None:
+            continue
+        bookings.append(booking)
+    return tuple(bookings)
+
+
+def _consumer(
+    p: Reader,
+    body: Mapping[str, Any],
+    path: str,
+    hypervisor: str,
+    resources: Mapping[str, Decimal],
+    seen: set[str],
+) -> ConsumerBooking | None:
+    uuid = body.get("uuid")
+    if type(uuid) is not str or not _UUID.fullmatch(uuid):
+        p.warn(f"{path}.uuid", f"invalid consumer UUID {reprlib.repr(uuid)}; booking ignored")
+        return None
+    uuid = uuid.lower()
+    if uuid in seen:
+        p.warn(path, f"consumer {uuid} is booked more than once here; amounts summed")
+    seen.add(uuid)
+    generation = body.get("consumerGeneration")
+    if generation is not None and type(generation) is not int:
+        generation = p.integer(generation, f"{path}.consumerGeneration")
+    return ConsumerBooking(
+        uuid=uuid,
+        resources=resources,
+        consumer_generation=generation,
+        consumer_type=_shared_field(p, body, "consumerType", path),
+        project_id=_shared_field(p, body, "projectID", path),
+        user_id=_shared_field(p, body, "userID", path),
+        hypervisor=hypervisor,
+    )
+
+
+def _shared_field(p: Reader, body: Mapping[str, Any], key: str, path: str) -> str | None:
+    """An optional string field that repeats across bookings (a project, a user)."""
+    text = body.get(key)
+    if type(text) is str:
+        return shared_string(text)
+    return None if text is None else p.shared(text, f"{path}.{key}")
+
+
+def _reservation(
+    p: Reader,
+    body: Mapping[str, Any],
+    path: str,
+    hypervisor: str,
+    resources: Mapping[str, Decimal],
+    seen: set[str],
+) -> ReservationBooking | None:
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        p.warn(f"{path}.name", "reservation has no name; booking ignored")
+        return None
+    if name in seen:
+        p.warn(path, f"reservation {name!r} appears more than once; amounts summed")
+    seen.add(name)
+    return ReservationBooking(name=name, resources=resources, hypervisor=hypervisor)
+
+
+def total_resources(bookings: Iterable[Booking]) -> dict[str, Decimal]:
+    """The bookings' resources added up: each distinct map once, times its count.
+
+    Bookings of one flavor share one resource map (see :meth:`Reader.amounts`),
+    so a host's few dozen bookings hold only a handful of distinct maps.
+    """
+    counts: dict[int, int] = {}
+    maps: dict[int, Mapping[str, Decimal]] = {}
+    for booking in bookings:
+        key = id(booking.resources)
+        counts[key] = counts.get(key, 0) + 1
+        maps[key] = booking.resources
+    return add_amounts(
+        {name: CONTEXT.multiply(amount, counts[key]) for name, amount in resources.items()}
+        for key, resources in maps.items()
+    )

@@ -1,0 +1,181 @@
+"""The flavor catalog: the instance sizes whose slots a capacity planner asks about.
+
+A catalog file (``serve --flavors FILE``, YAML or JSON) lists flavors as
+``openstack flavor show -f json`` gives them: ``name``, ``vcpus``, ``ram`` (MiB),
+``disk`` (GB) and ``properties`` (or ``extra_specs``: a map, or the client's
+``key='value', ...`` text). The file is a list, or a map with a ``flavors`` list;
+keys are read case-insensitively, so ``openstack flavor list --long -f json``
+output works as it is.
+
+What a flavor requests, in the gateway's resource keys (domain brief, section 3):
+
+- ``vcpus`` -> ``cpu`` (cores); ``ram`` MiB -> ``memory`` in bytes (x 2^20);
+- ``resources:VCPU=N`` and ``resources:MEMORY_MB=N`` replace them, as in Nova;
+- every other ``resources:CLASS=N`` requests ``CLASS`` as it is (``VGPU``,
+  ``PCPU``, ``DISK_GB``, ``CUSTOM_*``: opaque amounts); N = 0 requests none of it;
+- ``disk`` is shown but not requested: no node agent reports a DISK_GB capacity,
+  so requesting it would make every host unknown. A flavor that must count its disk
+  says so with ``resources:DISK_GB``. It is never merged with a ``disk`` key.
+
+A malformed catalog is rejected as a whole with the reason (:class:`FlavorError`),
+never loaded in part or as an empty catalog.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from importlib import resources as package_files
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.domain.records import Amounts
+
+__all__ = [
+    "DEMO_CATALOG",
+    "NO_CATALOG",
+    "Catalog",
+    "Flavor",
+    "FlavorError",
+    "load_catalog",
+    "parse_catalog",
+]
+
+MEBIBYTE = 2**20
+#: The demo's catalog: general (g), compute (c) and memory (m) families, 1 to 64 vCPU.
+DEMO_CATALOG = "demo-flavors.yaml"
+_PREFIX = "resources:"
+_GRANULAR = re.compile(r"resources\d+:")
+_TEXT_PROPERTY = re.compile(r"\s*([^=,'\s]+)='([^']*)'\s*")
+_TEXT_PROPERTIES = re.compile(r"\s*[^=,'\s]+='[^']*'\s*(?:,\s*[^=,'\s]+='[^']*'\s*)*")
+_RENAMED = {"VCPU": "cpu", "MEMORY_MB": "memory"}
+
+
+class FlavorError(ValueError):
+    """A catalog that cannot be used; the message names the file, flavor and field."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Flavor:
+    name: str
+    vcpus: int
+    ram_mib: int
+    disk_gb: int | None
+    extra_specs: Mapping[str, str] = dataclasses.field(hash=False)
+    #: What one instance requests, in base units: the amounts slots divide by.
+    resources: Amounts = dataclasses.field(hash=False)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Catalog:
+    flavors: tuple[Flavor, ...]
+
+    def get(self, name: str) -> Flavor | None:
+        return next((f for f in self.flavors if f.name == name), None)
+
+
+#: No catalog loaded: slots(flavor:) then says how to load one.
+NO_CATALOG = Catalog(())
+
+
+def load_catalog(path: Path | None) -> Catalog:
+    """The catalog in ``path``; None: the demo's, shipped with the package."""
+    if path is None:
+        text = package_files.files("gateway").joinpath(DEMO_CATALOG).read_text("utf-8")
+        return parse_catalog(yaml.safe_load(text), DEMO_CATALOG)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise FlavorError(f"--flavors {path}: cannot read it ({error})") from error
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as error:
+        raise FlavorError(f"--flavors {path}: not valid JSON or YAML ({error})") from error
+    return parse_catalog(data, f"--flavors {path}")
+
+
+def parse_catalog(data: Any, source: str) -> Catalog:
+    """Validate a loaded catalog document; raises FlavorError naming ``source``."""
+    if isinstance(data, Mapping) and set(data) == {"flavors"}:
+        data = data["flavors"]
+    if not isinstance(data, list) or not data:
+        raise FlavorError(f"{source}: expected a non-empty list of flavors (or flavors: [...])")
+    flavors: list[Flavor] = []
+    for index, entry in enumerate(data):
+        try:
+            flavor = _flavor(entry)
+        except FlavorError as error:
+            raise FlavorError(f"{source}: flavor {index + 1}: {error}") from None
+        if any(f.name == flavor.name for f in flavors):
+            raise FlavorError(f"{source}: flavor {flavor.name!r} is listed twice")
+        flavors.append(flavor)
+    return Catalog(tuple(flavors))
+
+
+def _flavor(entry: Any) -> Flavor:
+    if not isinstance(entry, Mapping) or not all(isinstance(k, str) for k in entry):
+        raise FlavorError("expected a map with name, vcpus and ram")
+    fields = {k.lower(): v for k, v in entry.items()}
+    name = fields.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise FlavorError("name: expected a non-empty string")
+    try:
+        vcpus = _count(fields.get("vcpus"), "vcpus", minimum=1)
+        ram = _count(fields.get("ram"), "ram", minimum=1)
+        disk = None if fields.get("disk") is None else _count(fields["disk"], "disk", minimum=0)
+        specs = _specs(fields.get("properties", fields.get("extra_specs")))
+        requested = _resources(vcpus, ram, specs)
+        if not requested:
+            raise FlavorError("requests no resource at all")
+    except FlavorError as error:
+        raise FlavorError(f"{name}: {error}") from None
+    return Flavor(name, vcpus, ram, disk, specs, requested)
+
+
+def _count(value: Any, field: str, *, minimum: int) -> int:
+    """A whole number: an integer, or a string of digits (as extra specs are)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise FlavorError(f"{field}: expected a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def _specs(value: Any) -> dict[str, str]:
+    """Extra specs as a map of strings; the client's ``key='value', ...`` text too."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        if not _TEXT_PROPERTIES.fullmatch(value):
+            raise FlavorError(f"properties: cannot read {value!r} (expected key='value', ...)")
+        return dict(_TEXT_PROPERTY.findall(value))
+    if not isinstance(value, Mapping):
+        raise FlavorError("properties: expected a map of extra specs")
+    specs = {}
+    for key, spec in value.items():
+        if not isinstance(key, str) or isinstance(spec, (Mapping, list)) or spec is None:
+            raise FlavorError(f"properties: {key!r}: expected a plain value")
+        specs[key] = str(spec).lower() if isinstance(spec, bool) else str(spec)
+    return specs
+
+
+def _resources(vcpus: int, ram_mib: int, specs: Mapping[str, str]) -> dict[str, Decimal]:
+    requested = {"cpu": Decimal(vcpus), "memory": Decimal(ram_mib * MEBIBYTE)}
+    for key, value in specs.items():
+        if _GRANULAR.match(key):
+            raise FlavorError(f"{key}: granular resource groups are not supported")
+        if not key.startswith(_PREFIX):
+            continue
+        resource_class = key.removeprefix(_PREFIX)
+        if not resource_class:
+            raise FlavorError(f"{key}: no resource class")
+        amount = _count(value, key, minimum=0)
+        name = _RENAMED.get(resource_class, resource_class)
+        scale = MEBIBYTE if name == "memory" else 1
+        requested[name] = Decimal(amount * scale)
+    return {name: amount for name, amount in sorted(requested.items()) if amount}

@@ -1,0 +1,171 @@
+"""Reading JSON-like values leniently: a wrong type or a bad amount is a warning.
+
+Objects come from a cluster (or files) that the gateway does not control. Each
+accessor here returns a value of the expected type or a neutral default, and
+records a warning naming the path of what it could not use, so that a parser
+built on it never fails on bad data and never hides it.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
+
+__all__ = ["Reader", "shared_string"]
+
+
+class Reader:
+    """Reads one object, collecting warnings with the path they concern."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def warn(self, path: str, message: str) -> None:
+        self.warnings.append(f"{path}: {message}")
+
+    def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        if type(value) is dict:  # the common case, without an ABC check
+            return value
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.warn(path, f"expected an object, got {type(value).__name__}; ignored")
+            return {}
+        return value
+
+    def items(self, value: Any, path: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.warn(path, f"expected a list, got {type(value).__name__}; ignored")
+            return []
+        return value
+
+    def string(self, value: Any, path: str) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        self.warn(path, f"expected a string, got {type(value).__name__}; ignored")
+        return None
+
+    def shared(self, value: Any, path: str) -> str | None:
+        """A string that repeats across a fleet (a reason, a zone): one copy is kept."""
+        text = self.string(value, path)
+        return None if text is None else shared_string(text)
+
+    def strings(self, value: Any, path: str) -> tuple[str, ...]:
+        items = (self.string(v, f"{path}[{i}]") for i, v in enumerate(self.items(value, path)))
+        return tuple(s for s in items if s is not None)
+
+    def string_map(self, value: Any, path: str) -> Mapping[str, str]:
+        """A map of strings (labels, metadata); other values are warned about and left out.
+
+        ``str()`` would turn a YAML ``null`` into the label value ``"None"``. Keys
+        and values are shared: hosts carry the same labels and facts, by and large.
+        """
+        result: dict[str, str] = {}
+        for key, item in self.mapping(value, path).items():
+            text = self.shared(item, f"{path}.{key}")
+            if text is not None:
+                result[shared_string(str(key))] = text
+        return _shared(result)
+
+    def boolean(self, value: Any, path: str) -> bool | None:
+        if value is None or isinstance(value, bool):
+            return value
+        self.warn(path, f"expected a boolean, got {type(value).__name__}; ignored")
+        return None
+
+    def integer(self, value: Any, path: str) -> int | None:
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        self.warn(path, f"expected an integer, got {reprlib.repr(value)}; ignored")
+        return None
+
+    def amounts(self, value: Any, path: str) -> Mapping[str, Decimal]:
+        """A resource map; a bad quantity is warned about and left out.
+
+        Every amount the gateway reads (capacity, allocation, a booking) counts
+        something a host has or uses, so a negative one is as bad as a typo:
+        summed, it would hide a booking or make a host look over-subscribed.
+
+        Bookings of one flavor carry the same map: equal maps are shared (records
+        never change them), which saves most of a large fleet's memory for them.
+        """
+        mapping = self.mapping(value, path)
+        try:
+            key = tuple(mapping.items())
+            known = _READ.get(key)
+        except TypeError:  # an unhashable value (a list, say): not a quantity either
+            key, known = None, None
+        if known is not None:
+            return known
+        result: dict[str, Decimal] = {}
+        for name, raw in mapping.items():
+            try:
+                amount = parse_quantity(raw)
+            except QuantityError as error:
+                self.warn(f"{path}.{name}", f"{error}; left out of all sums")
+                continue
+            if amount < 0:
+                self.warn(f"{path}.{name}", f"negative amount {amount}; left out of all sums")
+                continue
+            result[str(name)] = amount
+        shared = _shared(result)
+        # Only maps of strings that read cleanly are remembered by their spelling:
+        # a key with True in it can then never find the entry of one with 1.
+        if (
+            key is not None
+            and len(shared) == len(mapping)
+            and len(_READ) < _SHARED_LIMIT
+            and all(type(raw) is str for _, raw in key)
+        ):
+            _READ[key] = shared
+        return shared
+
+    def ratios(self, value: Any, path: str) -> Mapping[str, Decimal]:
+        """Overcommit ratios: plain numbers >= 1.0 (the CRD's CEL rule), not quantities."""
+        result: dict[str, Decimal] = {}
+        for name, raw in self.mapping(value, path).items():
+            try:
+                ratio = parse_number(raw)
+            except QuantityError as error:
+                self.warn(f"{path}.{name}", f"{error}; ratio 1.0 used")
+                continue
+            if ratio < 1:
+                self.warn(f"{path}.{name}", f"ratio {raw!r} is below 1.0; ratio 1.0 used")
+                continue
+            result[str(name)] = ratio
+        return _shared(result)
+
+
+_MAPS: dict[tuple[tuple[str, Any], ...], Mapping[str, Any]] = {}
+#: Resource maps as spelled in objects -> their parsed (shared) maps.
+_READ: dict[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = {}
+_STRINGS: dict[str, str] = {}
+_SHARED_LIMIT = 100_000
+_V = TypeVar("_V")
+
+
+def _shared(mapping: dict[str, _V]) -> Mapping[str, _V]:
+    """One copy of equal maps (never changed once read), the first ``_SHARED_LIMIT`` kinds."""
+    key = tuple(mapping.items())
+    shared = _MAPS.get(key)
+    if shared is None:
+        shared = mapping
+        if len(_MAPS) < _SHARED_LIMIT:
+            _MAPS[key] = shared
+    return shared
+
+
+def shared_string(text: str) -> str:
+    """One copy of a string that repeats across a fleet (a project, a consumer type)."""
+    shared = _STRINGS.get(text)
+    if shared is None:
+        shared = text
+        if len(_STRINGS) < _SHARED_LIMIT:
+            _STRINGS[text] = shared
+    return shared

@@ -1,0 +1,278 @@
+"""Parse a Hypervisor object (a JSON-like mapping) into a :class:`Hypervisor` record.
+
+Parsing is forgiving by design: the cluster is the source of truth and may hold
+objects that an older or newer operator wrote, or that passed the schema with
+nonsense in them. Anything wrong inside an object becomes a warning on that
+object, and a bad amount is left out of every sum; only an object without a name
+cannot be represented, and raises :class:`ParseError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.domain import capacity
+from gateway.domain.bookings import parse_bookings, total_resources
+from gateway.domain.hostfacts import capabilities, domain_capabilities, update_status
+from gateway.domain.lenient import Reader, shared_string
+from gateway.domain.records import (
+    BUILDING_BLOCK_LABEL,
+    REGION_LABEL,
+    WORKER_GROUP_LABEL,
+    ZONE_LABEL,
+    Aggregate,
+    Booking,
+    Cell,
+    Condition,
+    ConsumerBooking,
+    Drift,
+    Hypervisor,
+    Instance,
+    Origin,
+    ReservationBooking,
+    Trait,
+)
+
+__all__ = ["ParseError", "parse_hypervisor"]
+
+
+class ParseError(ValueError):
+    """An object that cannot be represented at all (not a mapping, or no name)."""
+
+
+def parse_hypervisor(obj: Any) -> Hypervisor:
+    """Build the immutable record for one object version. Raises :class:`ParseError`."""
+    if not isinstance(obj, Mapping):
+        raise ParseError(f"expected an object, got {type(obj).__name__}")
+    p = Reader()
+    meta = p.mapping(obj.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ParseError("metadata.name is missing")
+    labels = p.string_map(meta.get("labels"), "metadata.labels")
+    spec = p.mapping(obj.get("spec"), "spec")
+    has_status = isinstance(obj.get("status"), Mapping)
+    status = p.mapping(obj.get("status"), "status")
+
+    # Absent means "not tracked"; so does a value that is not a list of bookings.
+    bookings_tracked = isinstance(spec.get("bookings"), list)
+    bookings = parse_bookings(p, spec.get("bookings"), name)
+    overcommit = p.ratios(spec.get("overcommit"), "spec.overcommit")
+    physical = p.amounts(status.get("capacity"), "status.capacity")
+    effective = p.amounts(status.get("effectiveCapacity"), "status.effectiveCapacity")
+    allocation = p.amounts(status.get("allocation"), "status.allocation")
+    conditions = _conditions(p, status.get("conditions"))
+    booked_uuids = _consumer_uuids(bookings)
+    instances = _instances(p, status.get("instances"), booked_uuids)
+    ready = next((c for c in conditions if c.type == "Ready"), None)
+    taint = next((c for c in conditions if c.type == "Tainted"), None)
+    traits, aggregates = _memberships(p, spec, status)
+
+    resources = capacity.compute_resources(
+        tracked=bookings_tracked,
+        physical=physical,
+        overcommit=overcommit,
+        reserved=total_resources(b for b in bookings if isinstance(b, ReservationBooking)),
+        booked=total_resources(b for b in bookings if isinstance(b, ConsumerBooking)),
+        allocated=allocation,
+        effective=effective,
+    )
+    tracked = bookings_tracked and has_status
+    drift = _drift(bookings, booked_uuids, instances) if tracked else None
+    return Hypervisor(
+        name=name,
+        uid=p.string(meta.get("uid"), "metadata.uid"),
+        resource_version=p.string(meta.get("resourceVersion"), "metadata.resourceVersion"),
+        generation=p.integer(meta.get("generation"), "metadata.generation"),
+        created=p.string(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        labels=labels,
+        zone=labels.get(ZONE_LABEL),
+        region=labels.get(REGION_LABEL),
+        building_block=labels.get(BUILDING_BLOCK_LABEL),
+        worker_group=labels.get(WORKER_GROUP_LABEL),
+        maintenance=p.string(spec.get("maintenance"), "spec.maintenance") or None,
+        maintenance_reason=p.string(spec.get("maintenanceReason"), "spec.maintenanceReason"),
+        lifecycle_enabled=p.boolean(spec.get("lifecycleEnabled"), "spec.lifecycleEnabled"),
+        high_availability=p.boolean(spec.get("highAvailability"), "spec.highAvailability"),
+        allowed_projects=p.strings(spec.get("allowedProjects"), "spec.allowedProjects"),
+        traits=traits,
+        aggregates=aggregates,
+        overcommit=overcommit,
+        bookings_tracked=bookings_tracked,
+        bookings=bookings,
+        has_status=has_status,
+        ready=ready is not None and ready.status == "True",
+        ready_reason=ready.reason if ready else None,
+        conditions=conditions,
+        capacity=physical,
+        effective_capacity=effective,
+        allocation=allocation,
+        cells=_cells(p, status.get("cells")),
+        instances=instances,
+        num_instances=p.integer(status.get("numInstances"), "status.numInstances"),
+        hypervisor_id=p.string(status.get("hypervisorId"), "status.hypervisorId"),
+        service_id=p.string(status.get("serviceId"), "status.serviceId"),
+        internal_ip=p.string(status.get("internalIp"), "status.internalIp"),
+        hypervisor_version=p.shared(status.get("hypervisorVersion"), "status.hypervisorVersion"),
+        libvirt_version=p.shared(status.get("libVirtVersion"), "status.libVirtVersion"),
+        operating_system=_operating_system(p, status.get("operatingSystem")),
+        resources=resources,
+        drift=drift,
+        evicted=p.boolean(status.get("evicted"), "status.evicted"),
+        capabilities=capabilities(p, status.get("capabilities")),
+        domain_capabilities=domain_capabilities(p, status.get("domainCapabilities")),
+        update_status=update_status(p, status.get("updateStatus")),
+        taint=taint.message if taint else None,
+        tainted={"True": True, "False": False}.get(taint.status) if taint else None,
+        target_version=p.string(spec.get("version"), "spec.version"),
+        skip_tests=p.boolean(spec.get("skipTests"), "spec.skipTests"),
+        spec_hash=p.string(status.get("specHash"), "status.specHash"),
+        warnings=tuple(p.warnings),
+    )
+
+
+def _memberships(
+    p: Reader, spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> tuple[tuple[Trait, ...], tuple[Aggregate, ...]]:
+    """Traits and aggregates from all five places, each tagged with its source."""
+    traits: list[Trait] = []
+    aggregates: list[Aggregate | None] = []
+    for i, entry in enumerate(p.items(spec.get("groups"), "spec.groups")):
+        path = f"spec.groups[{i}]"
+        entry = p.mapping(entry, path)
+        kinds = [k for k in ("trait", "aggregate") if entry.get(k) is not None]
+        if len(kinds) != 1:
+            p.warn(path, "must set exactly one of trait or aggregate; group ignored")
+        elif kinds[0] == "trait":
+            name = p.shared(
+                p.mapping(entry["trait"], f"{path}.trait").get("name"), f"{path}.trait.name"
+            )
+            if name:
+                traits.append(Trait(name, Origin.SPEC_GROUPS))
+        else:
+            aggregates.append(
+                _aggregate(p, entry["aggregate"], Origin.SPEC_GROUPS, f"{path}.aggregate")
+            )
+    traits += [
+        Trait(shared_string(n), Origin.SPEC)
+        for n in p.strings(spec.get("customTraits"), "spec.customTraits")
+    ]
+    traits += [
+        Trait(shared_string(n), Origin.STATUS)
+        for n in p.strings(status.get("traits"), "status.traits")
+    ]
+    aggregates += [
+        Aggregate(shared_string(n), None, {}, Origin.SPEC)
+        for n in p.strings(spec.get("aggregates"), "spec.aggregates")
+    ]
+    aggregates += [
+        _aggregate(p, body, Origin.STATUS, f"status.aggregates[{i}]")
+        for i, body in enumerate(p.items(status.get("aggregates"), "status.aggregates"))
+    ]
+    return tuple(traits), tuple(a for a in aggregates if a is not None)
+
+
+def _aggregate(p: Reader, value: Any, source: Origin, path: str) -> Aggregate | None:
+    body = p.mapping(value, path)
+    name = p.shared(body.get("name"), f"{path}.name")
+    if not name:
+        p.warn(path, "aggregate has no name; ignored")
+        return None
+    return Aggregate(
+        name=name,
+        uuid=p.shared(body.get("uuid"), f"{path}.uuid"),
+        metadata=p.string_map(body.get("metadata"), f"{path}.metadata"),
+        source=source,
+    )
+
+
+def _conditions(p: Reader, value: Any) -> tuple[Condition, ...]:
+    conditions = []
+    for i, entry in enumerate(p.items(value, "status.conditions")):
+        path = f"status.conditions[{i}]"
+        body = p.mapping(entry, path)
+        kind, status = body.get("type"), body.get("status")
+        if not isinstance(kind, str) or not isinstance(status, str):
+            p.warn(path, "condition without type or status; ignored")
+            continue
+        conditions.append(
+            Condition(
+                type=shared_string(kind),
+                status=shared_string(status),
+                reason=p.shared(body.get("reason"), f"{path}.reason"),
+                message=p.shared(body.get("message"), f"{path}.message"),
+                last_transition_time=p.shared(
+                    body.get("lastTransitionTime"), f"{path}.lastTransitionTime"
+                ),
+            )
+        )
+    return tuple(conditions)
+
+
+def _consumer_uuids(bookings: tuple[Booking, ...]) -> dict[str, str]:
+    return {b.uuid: b.uuid for b in bookings if isinstance(b, ConsumerBooking)}
+
+
+def _instances(p: Reader, value: Any, booked: Mapping[str, str]) -> tuple[Instance, ...]:
+    """Running instances; an id that is also a booked consumer's shares its string."""
+    instances = []
+    for i, entry in enumerate(p.items(value, "status.instances")):
+        # As hot as the bookings' loop: paths are spelled out only for a warning.
+        body = entry if type(entry) is dict else p.mapping(entry, f"status.instances[{i}]")
+        ident, name, active = body.get("id"), body.get("name"), body.get("active")
+        if type(ident) is not str or not ident:
+            p.warn(f"status.instances[{i}]", "instance without id; ignored")
+            continue
+        if name is not None and type(name) is not str:
+            name = p.string(name, f"status.instances[{i}].name")
+        if type(active) is not bool:
+            active = bool(p.boolean(active, f"status.instances[{i}].active"))
+        ident = ident.lower()
+        instances.append(Instance(id=booked.get(ident, ident), name=name or "", active=active))
+    return tuple(instances)
+
+
+def _operating_system(p: Reader, value: Any) -> Mapping[str, str]:
+    """status.operatingSystem as strings; its one list (gardenLinuxFeatures) comma-joined."""
+    path = "status.operatingSystem"
+    facts = {
+        key: ", ".join(p.strings(item, f"{path}.{key}")) if isinstance(item, list) else item
+        for key, item in p.mapping(value, path).items()
+    }
+    return p.string_map(facts, path)
+
+
+def _cells(p: Reader, value: Any) -> tuple[Cell, ...]:
+    cells = []
+    for i, entry in enumerate(p.items(value, "status.cells")):
+        path = f"status.cells[{i}]"
+        body = p.mapping(entry, path)
+        cell_id = p.integer(body.get("cellID"), f"{path}.cellID")
+        if cell_id is None:
+            p.warn(path, "cell without cellID; ignored")
+            continue
+        cells.append(
+            Cell(
+                cell_id=cell_id,
+                capacity=p.amounts(body.get("capacity"), f"{path}.capacity"),
+                effective_capacity=p.amounts(
+                    body.get("effectiveCapacity"), f"{path}.effectiveCapacity"
+                ),
+                allocation=p.amounts(body.get("allocation"), f"{path}.allocation"),
+            )
+        )
+    # The agent does not guarantee an order; consumers of the API want one.
+    return tuple(sorted(cells, key=lambda c: c.cell_id))
+
+
+def _drift(
+    bookings: tuple[Booking, ...], booked: Mapping[str, str], instances: tuple[Instance, ...]
+) -> Drift:
+    running = {i.id for i in instances}
+    return Drift(
+        booked_not_running=tuple(
+            b for b in bookings if isinstance(b, ConsumerBooking) and b.uuid not in running
+        ),
+        running_not_booked=tuple(i for i in instances if i.id not in booked),
+    )

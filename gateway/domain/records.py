@@ -1,0 +1,388 @@
+"""The domain model: immutable records parsed from Hypervisor objects.
+
+One :class:`Hypervisor` is built per object version (see :mod:`gateway.domain.parse`) and
+never changes afterwards; every derived figure (:class:`ResourceCapacity`) is
+computed once, at parse time, so that queries only read attributes.
+
+The module-level helpers at the end mirror the operator's library helpers for
+tooling that imports this package.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
+from enum import Enum
+
+from gateway.domain.quantity import CONTEXT
+
+__all__ = [
+    "BUILDING_BLOCK_LABEL",
+    "GROUP",
+    "PLURAL",
+    "REGION_LABEL",
+    "VERSION",
+    "WORKER_GROUP_LABEL",
+    "ZONE_LABEL",
+    "Aggregate",
+    "Amounts",
+    "Basis",
+    "Capabilities",
+    "Cell",
+    "Condition",
+    "ConsumerBooking",
+    "DomainCapabilities",
+    "Drift",
+    "Hypervisor",
+    "Instance",
+    "Origin",
+    "ReservationBooking",
+    "ResourceCapacity",
+    "Trait",
+    "UpdateStatus",
+    "View",
+    "add_amounts",
+    "consumer",
+    "consumers",
+    "figure_of",
+    "has_consumer",
+    "reservation",
+    "reservations",
+    "sum_resources",
+]
+
+#: The Kubernetes resource these records are read from: kvm.cloud.sap/v1 hypervisors.
+GROUP, VERSION, PLURAL = "kvm.cloud.sap", "v1", "hypervisors"
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+BUILDING_BLOCK_LABEL = "kubernetes.metal.cloud.sap/bb"
+WORKER_GROUP_LABEL = "worker.garden.sapcloud.io/group"
+
+#: Resource name -> exact amount in base units (cores, bytes, opaque units).
+#: Record fields holding a map are declared ``field(hash=False)``: a dict cannot be
+#: hashed, and a frozen record that hashes one raises TypeError in a set.
+Amounts = Mapping[str, Decimal]
+
+
+class Origin(Enum):
+    """Where a trait or aggregate membership was declared."""
+
+    SPEC_GROUPS = "spec.groups"
+    SPEC = "spec"
+    STATUS = "status"
+
+
+class Basis(Enum):
+    """The view a best known figure came from (domain brief, section 4)."""
+
+    #: Placement's view: capacity - booked, for a host whose bookings are tracked.
+    BOOKINGS = "BOOKINGS"
+    #: libvirt's view: capacity - allocated, for a host whose bookings are not tracked.
+    ALLOCATION = "ALLOCATION"
+
+
+class View(Enum):
+    """Which figure a question about free capacity judges: fits, slots, overcommitted.
+
+    Cortex's filter asks libvirt's view, Placement the bookings view; a mixed fleet
+    needs the best known figure, each host on its own basis.
+    """
+
+    AVAILABLE = "AVAILABLE"
+    BOOKINGS = "BOOKINGS"
+    ALLOCATION = "ALLOCATION"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Trait:
+    name: str
+    source: Origin
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Aggregate:
+    name: str
+    uuid: str | None
+    metadata: Mapping[str, str] = dataclasses.field(hash=False)
+    source: Origin
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerBooking:
+    """A Placement consumer's claim on one hypervisor (``spec.bookings[].consumer``)."""
+
+    uuid: str
+    resources: Amounts = dataclasses.field(hash=False)
+    consumer_generation: int | None
+    consumer_type: str | None
+    project_id: str | None
+    user_id: str | None
+    hypervisor: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReservationBooking:
+    """Capacity held back from scheduling (``spec.bookings[].reservation``)."""
+
+    name: str
+    resources: Amounts = dataclasses.field(hash=False)
+    hypervisor: str
+
+
+Booking = ConsumerBooking | ReservationBooking
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str | None
+    message: str | None
+    last_transition_time: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Instance:
+    id: str
+    name: str
+    active: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Cell:
+    cell_id: int
+    capacity: Amounts = dataclasses.field(hash=False)
+    effective_capacity: Amounts = dataclasses.field(hash=False)
+    allocation: Amounts = dataclasses.field(hash=False)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ResourceCapacity:
+    """Both views of one resource on one hypervisor (domain brief, section 4).
+
+    ``None`` means unknown, never zero: a host without status has no physical figure,
+    so neither capacity nor free can be known, while booked and reserved still are;
+    a host whose bookings are not tracked has no booked, reserved or free figure at
+    all, and its best known figure (``available``) comes from libvirt's allocation.
+    """
+
+    name: str
+    physical: Decimal | None
+    overcommit_ratio: Decimal
+    reserved: Decimal | None
+    capacity: Decimal | None
+    booked: Decimal | None
+    free: Decimal | None
+    allocated: Decimal | None
+    unallocated: Decimal | None
+    effective_capacity: Decimal | None
+    #: free if bookings are tracked, else unallocated.
+    available: Decimal | None
+    #: The view ``available`` came from; None whenever ``available`` is unknown.
+    basis: Basis | None
+    #: booked if bookings are tracked, else allocated: the usage ``available`` leaves out.
+    used: Decimal | None
+
+    @property
+    def utilization(self) -> Decimal | None:
+        """used / capacity; unknown when either is unknown or capacity is zero."""
+        if not self.capacity or self.used is None:
+            return None
+        return CONTEXT.divide(self.used, self.capacity)
+
+    @property
+    def overcommitted(self) -> bool | None:
+        """True when the best known figure is negative (available < 0)."""
+        return None if self.available is None else self.available < 0
+
+    def figure(self, view: View) -> Decimal | None:
+        """The free figure ``view`` judges: available, free or unallocated."""
+        return figure_of(view)(self)
+
+
+Figure = Callable[[ResourceCapacity], Decimal | None]
+
+_FIGURES: dict[View, Figure] = {
+    View.AVAILABLE: operator.attrgetter("available"),
+    View.BOOKINGS: operator.attrgetter("free"),
+    View.ALLOCATION: operator.attrgetter("unallocated"),
+}
+
+
+def figure_of(view: View) -> Figure:
+    """The reader of the figure ``view`` judges, to look up once for many hosts."""
+    return _FIGURES[view]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Capabilities:
+    """status.capabilities: the host as libvirt discovered it (not what is scheduled)."""
+
+    cpu_arch: str | None
+    cpus: Decimal | None
+    memory: Decimal | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DomainCapabilities:
+    """status.domainCapabilities: what a guest domain on this host may use."""
+
+    arch: str | None
+    hypervisor_type: str | None
+    supported_devices: tuple[str, ...]
+    supported_cpu_modes: tuple[str, ...]
+    supported_features: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class UpdateStatus:
+    """status.updateStatus: the operating system update the operator runs on the host."""
+
+    in_progress: bool | None
+    installed: str | None
+    retry: int | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Drift:
+    """Bookings (what Placement believes) against instances (what libvirt runs)."""
+
+    booked_not_running: tuple[ConsumerBooking, ...]
+    running_not_booked: tuple[Instance, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class Hypervisor:
+    """One parsed Hypervisor object at one resourceVersion."""
+
+    name: str
+    uid: str | None
+    resource_version: str | None
+    generation: int | None
+    created: str | None
+    labels: Mapping[str, str]
+    zone: str | None
+    region: str | None
+    building_block: str | None
+    worker_group: str | None
+    # spec
+    maintenance: str | None
+    maintenance_reason: str | None
+    lifecycle_enabled: bool | None
+    high_availability: bool | None
+    allowed_projects: tuple[str, ...]
+    traits: tuple[Trait, ...]
+    aggregates: tuple[Aggregate, ...]
+    overcommit: Amounts
+    bookings_tracked: bool
+    bookings: tuple[Booking, ...]
+    # status
+    has_status: bool
+    ready: bool
+    ready_reason: str | None
+    conditions: tuple[Condition, ...]
+    capacity: Amounts
+    effective_capacity: Amounts
+    allocation: Amounts
+    cells: tuple[Cell, ...]
+    instances: tuple[Instance, ...]
+    num_instances: int | None
+    hypervisor_id: str | None
+    service_id: str | None
+    internal_ip: str | None
+    hypervisor_version: str | None
+    libvirt_version: str | None
+    operating_system: Mapping[str, str]
+    # derived
+    resources: Mapping[str, ResourceCapacity]
+    drift: Drift | None
+    warnings: tuple[str, ...]
+    # fields of the released CRD shown since issue 15
+    evicted: bool | None
+    capabilities: Capabilities | None
+    domain_capabilities: DomainCapabilities | None
+    update_status: UpdateStatus | None
+    #: The Tainted condition's message, as ``kubectl get hv`` shows it.
+    taint: str | None
+    #: The Tainted condition's status: the object was edited by hand (kubectl).
+    tainted: bool | None
+    target_version: str | None
+    skip_tests: bool | None
+    spec_hash: str | None
+
+    @property
+    def consumers(self) -> tuple[ConsumerBooking, ...]:
+        return consumers(self)
+
+    @property
+    def reservations(self) -> tuple[ReservationBooking, ...]:
+        return reservations(self)
+
+    @property
+    def overcommitted(self) -> bool | None:
+        """:meth:`overcommitted_in` the best known figure."""
+        return self.overcommitted_in(View.AVAILABLE)
+
+    def overcommitted_in(self, view: View) -> bool | None:
+        """True when a resource's figure in ``view`` is negative; None when unknown.
+
+        Judged over the resources whose capacity is known (a key no status carries,
+        such as DISK_GB, cannot be judged at all): False only when every one of their
+        figures is known, so that "not overcommitted" never includes a host whose
+        figures nobody knows.
+        """
+        figure = figure_of(view)
+        figures = [figure(r) for r in self.resources.values() if r.capacity is not None]
+        if any(f is not None and f < 0 for f in figures):
+            return True
+        return None if not figures or None in figures else False
+
+
+# Library helpers, as the operator's API package offers them.
+
+
+def consumers(hypervisor: Hypervisor) -> tuple[ConsumerBooking, ...]:
+    """All consumer bookings of ``hypervisor``, in spec order."""
+    return tuple(b for b in hypervisor.bookings if isinstance(b, ConsumerBooking))
+
+
+def consumer(hypervisor: Hypervisor, uuid: str) -> ConsumerBooking | None:
+    """The first consumer booking with ``uuid`` (case-insensitive), or None."""
+    wanted = uuid.lower()
+    return next((c for c in consumers(hypervisor) if c.uuid == wanted), None)
+
+
+def has_consumer(hypervisor: Hypervisor, uuid: str) -> bool:
+    """Whether ``uuid`` holds a booking on ``hypervisor``."""
+    return consumer(hypervisor, uuid) is not None
+
+
+def reservations(hypervisor: Hypervisor) -> tuple[ReservationBooking, ...]:
+    """All reservation bookings of ``hypervisor``, in spec order."""
+    return tuple(b for b in hypervisor.bookings if isinstance(b, ReservationBooking))
+
+
+def reservation(hypervisor: Hypervisor, name: str) -> ReservationBooking | None:
+    """The first reservation named ``name``, or None."""
+    return next((r for r in reservations(hypervisor) if r.name == name), None)
+
+
+def sum_resources(hypervisor: Hypervisor) -> dict[str, Decimal]:
+    """Consumers AND reservations added together, like the operator's helper.
+
+    This is not Placement usage (which excludes reservations): capacity math keeps
+    the two apart, see :class:`ResourceCapacity`.
+    """
+    return add_amounts(b.resources for b in hypervisor.bookings)
+
+
+def add_amounts(amounts: Iterable[Amounts]) -> dict[str, Decimal]:
+    """Add resource maps key by key, exactly."""
+    total: dict[str, Decimal] = {}
+    for resources in amounts:
+        for name, amount in resources.items():
+            total[name] = CONTEXT.add(total.get(name, Decimal(0)), amount)
+    return total

@@ -1,0 +1,183 @@
+"""The ASGI application: GraphQL, health and readiness, and the source's lifetime."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from graphql import NoSchemaIntrospectionCustomRule
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway.api.context import Context
+from gateway.api.limits import Limits
+from gateway.api.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
+from gateway.domain.flavors import NO_CATALOG, Catalog
+from gateway.http.access import RequestObserver
+from gateway.http.assets import routes as page_routes
+from gateway.http.auth import Authorizer
+from gateway.http.cache import ResponseCache
+from gateway.http.execution import Execution
+from gateway.http.graphql import GraphQLEndpoint
+from gateway.http.hosts import HostCheck
+from gateway.http.metrics import Metrics, StateCollector
+from gateway.http.operations import Operations
+from gateway.http.request import ALLOW
+from gateway.http.websocket import SubscriptionServer
+from gateway.store.feed import Feed
+from gateway.store.source import Source
+from gateway.store.store import Store
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    source: Source,
+    store: Store | None = None,
+    *,
+    graphiql: bool = True,
+    coalesce_interval: float = 1.0,
+    cache: ResponseCache | None = None,
+    limits: Limits | None = None,
+    introspection: bool = True,
+    cors_origins: Sequence[str] = (),
+    max_connections: int = 500,
+    authorizer: Authorizer | None = None,
+    auth_recheck_interval: float = 60.0,
+    metrics: Metrics | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    catalog: Catalog = NO_CATALOG,
+) -> Starlette:
+    """Build the app; the source runs for as long as the app does.
+
+    ``allowed_hosts`` turns the Host check on (see :mod:`gateway.http.hosts`): loopback
+    names and these are served, others refused; None serves every Host.
+
+    ``metrics`` is given when something built before the app reports to it (the
+    authorizer's decisions); otherwise the app has a registry of its own.
+    """
+    store = store or Store()
+    limits = limits or Limits()
+    feed = Feed(store)
+
+    def context(request: Request) -> Context:
+        return Context(
+            store, source.status, feed, max_page_size=limits.max_page_size, catalog=catalog
+        )
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        status = source.status
+        body = {
+            "ready": store.ready and status.synced,
+            "hypervisors": len(store.snapshot),
+            "generation": store.snapshot.generation,
+            "error": status.error,
+        }
+        return JSONResponse(body, status_code=200 if body["ready"] else 503)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        feed.start()
+        task = asyncio.create_task(source.run(store), name="source")
+        task.add_done_callback(_report_exit)
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            feed.stop()
+
+    # One policy for both transports: the same checks, slots, time and size limits.
+    operations = Operations(
+        schema._schema,
+        limits,
+        validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
+        uncacheable=LIVE_FIELDS,
+        lookups=LOOKUP_FIELDS,
+    )
+    execution = Execution(schema._schema, limits)
+    endpoint = GraphQLEndpoint(
+        operations,
+        execution,
+        context,
+        graphiql=graphiql and introspection,
+        cache=cache,
+        authorizer=authorizer,
+    )
+    subscriptions = SubscriptionServer(
+        store,
+        source.status,
+        feed,
+        schema=schema,
+        operations=operations,
+        execution=execution,
+        allowed_origins=cors_origins,
+        coalesce_interval=coalesce_interval,
+        max_connections=max_connections,
+        authorizer=authorizer,
+        recheck_interval=auth_recheck_interval,
+        catalog=catalog,
+    )
+    metrics = metrics or Metrics()
+    metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
+    app = Starlette(
+        routes=[
+            # Every method reaches the endpoint, whose 405 lists the methods that work.
+            Route("/graphql", OptionsAnswered(endpoint)),
+            WebSocketRoute("/graphql", subscriptions),
+            Route("/healthz", healthz),
+            Route("/readyz", readyz),
+            Route("/metrics", metrics.endpoint),
+            *page_routes(),
+        ],
+        lifespan=lifespan,
+        middleware=[
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type", "accept"],
+            )
+        ]
+        if cors_origins
+        else [],
+    )
+    app.state.store = store
+    app.state.source = source
+    app.state.cache = cache
+    app.state.metrics = metrics
+    if allowed_hosts is not None:
+        app.add_middleware(HostCheck, allowed=allowed_hosts)
+    app.add_middleware(RequestObserver, metrics=metrics)
+    return app
+
+
+class OptionsAnswered:
+    """Answers ``OPTIONS`` with the methods that work (204), passing the rest on."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "OPTIONS":
+            await Response(status_code=204, headers={"allow": ALLOW})(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+def _report_exit(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the source stopped", exc_info=task.exception())

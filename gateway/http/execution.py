@@ -1,0 +1,120 @@
+"""Running operations off the event loop, within the time, size and concurrency limits.
+
+One :class:`Execution` serves both transports, so a query costs the same slot,
+time and bytes whether it came over HTTP or WebSocket. The concurrency slot is
+taken and given back on the event loop, around the wait for the worker thread:
+however that wait ends (an answer, the deadline, the request cancelled, the
+thread never started), the slot is free again. The thread itself stops at its
+deadline (gateway.api.budget), and is told to stop as soon as nobody waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from graphql import DocumentNode, ExecutionResult, GraphQLError, GraphQLSchema, execute
+
+from gateway.api.budget import TIMEOUT, Budget, Overrun
+from gateway.api.context import Context
+from gateway.api.executor import Executor
+from gateway.api.limits import LimitError, Limits
+from gateway.http.request import HttpError, RequestError
+
+__all__ = ["Execution", "execute_document", "mask"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: How long past its deadline a thread may take to notice it (one resolver's work)
+#: before its requester stops waiting.
+GRACE_SECONDS = 1.0
+
+
+class Execution:
+    """Runs operations of one schema in worker threads, within ``limits``."""
+
+    def __init__(self, schema: GraphQLSchema, limits: Limits) -> None:
+        self.schema = schema
+        self.limits = limits
+        #: Operations holding a slot (executing, or waiting for a thread).
+        self.running = 0
+
+    async def run(
+        self,
+        document: DocumentNode,
+        context: Context,
+        variables: dict[str, Any] | None,
+        operation_name: str | None,
+        finish: Callable[[ExecutionResult], T],
+    ) -> T:
+        """Execute in a worker thread, then ``finish`` the result there (serialize it).
+
+        Raises :class:`HttpError` (429) when every slot is taken, and
+        :class:`RequestError` (400) for an operation over its time or size.
+        """
+        if self.running >= self.limits.max_concurrent:
+            raise HttpError(
+                429,
+                "too many queries in progress; retry shortly",
+                {"retry-after": "1"},
+                "TOO_MANY_REQUESTS",
+            )
+        budget = Budget(self.limits.max_seconds, self.limits.max_response_bytes)
+        context.budget = budget
+
+        def work() -> T:
+            try:
+                result = execute_document(self.schema, document, context, variables, operation_name)
+                return finish(result)
+            except Overrun as overrun:
+                error = LimitError(overrun.message, extensions={"code": overrun.code})
+                raise RequestError([error], status=400) from None
+
+        self.running += 1
+        try:
+            return await asyncio.wait_for(
+                anyio.to_thread.run_sync(work, abandon_on_cancel=True),
+                self.limits.max_seconds + GRACE_SECONDS,
+            )
+        except TimeoutError:
+            error = LimitError(budget.time_message(), extensions={"code": TIMEOUT})
+            raise RequestError([error], status=400) from None
+        finally:
+            budget.stop()
+            self.running -= 1
+
+
+def execute_document(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    context: Any,
+    variables: dict[str, Any] | None,
+    operation_name: str | None,
+) -> ExecutionResult:
+    """graphql-core's execute with the gateway's executor; every resolver is synchronous."""
+    result = execute(
+        schema,
+        document,
+        context_value=context,
+        variable_values=variables,
+        operation_name=operation_name,
+        executor_class=Executor,
+    )
+    assert isinstance(result, ExecutionResult), "resolvers are synchronous"
+    return result
+
+
+def mask(error: GraphQLError, request_id: str) -> GraphQLError:
+    """Errors we raised on purpose read as they are; anything else is our bug, logged."""
+    original = error.original_error
+    if original is None or isinstance(original, GraphQLError):
+        return error
+    log.error("request %s: unexpected error at %s", request_id, error.path, exc_info=original)
+    return GraphQLError(
+        f"internal error (request id {request_id})", path=error.path, nodes=error.nodes
+    )

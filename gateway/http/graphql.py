@@ -1,0 +1,207 @@
+"""GraphQL over HTTP, following the GraphQL-over-HTTP specification.
+
+Strawberry's own views answer every request with ``application/json``; this
+endpoint also speaks ``application/graphql-response+json``, whose status codes
+tell a client what went wrong without reading the body: 400 for a request the
+server could not even start to execute (bad JSON, bad parameters, a document that
+does not parse or validate, variables that do not coerce), 200 once execution ran.
+With ``application/json`` every well-formed request gets 200, as the spec asks.
+
+Requests are worked out once per distinct payload and document (gateway.http.operations),
+and execution and serialization run in a worker thread (gateway.http.execution), within
+the cost, time, size and concurrency limits, so that one large query never stalls
+the event loop (health probes, other clients); only lookups of single objects,
+whose work is bounded by those objects, run on the loop itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from graphql import (
+    ExecutionResult,
+    GraphQLError,
+    OperationType,
+)
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from gateway.api.budget import TOO_LARGE
+from gateway.api.context import Context
+from gateway.api.limits import LimitError
+from gateway.http.assets import graphiql_html
+from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
+from gateway.http.cache import ResponseCache
+from gateway.http.execution import Execution, execute_document, mask
+from gateway.http.operations import Operations, PreparedOperation
+from gateway.http.request import (
+    GRAPHQL_RESPONSE,
+    JSON,
+    HttpError,
+    RequestError,
+    negotiate,
+    read_payload,
+    wants_graphiql,
+)
+
+__all__ = ["GraphQLEndpoint"]
+
+log = logging.getLogger(__name__)
+
+
+class Answer(NamedTuple):
+    """A response: its status, UTF-8 body, media type, and headers beyond the usual."""
+
+    status: int
+    body: bytes
+    media_type: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+class GraphQLEndpoint:
+    """The ``/graphql`` endpoint: GET (queries only) and POST, GraphiQL for browsers."""
+
+    def __init__(
+        self,
+        operations: Operations,
+        execution: Execution,
+        context: Callable[[Request], Context],
+        *,
+        graphiql: bool = True,
+        cache: ResponseCache | None = None,
+        authorizer: Authorizer | None = None,
+    ) -> None:
+        """``operations`` and ``execution`` are shared with the WebSocket transport."""
+        self.schema = operations.schema
+        self.operations = operations
+        self.execution = execution
+        self.authorizer = authorizer or AllowAll()
+        self.cache = cache
+        self.context = context
+        self.limits = operations.limits
+        self.graphiql = graphiql
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI: every answer goes out as two messages, with no Response object to build."""
+        request = Request(scope, receive)
+        request_id = os.urandom(8).hex()
+        answer = await self._answer(request, request_id)
+        headers = [
+            (b"content-length", b"%d" % len(answer.body)),
+            (b"content-type", f"{answer.media_type}; charset=utf-8".encode()),
+            (b"x-request-id", request_id.encode()),
+            *((name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers),
+        ]
+        await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+        await send({"type": "http.response.body", "body": answer.body})
+
+    async def _answer(self, request: Request, request_id: str) -> Answer:
+        media_type = JSON
+        try:
+            if self.graphiql and wants_graphiql(request):
+                return Answer(200, graphiql_html().encode(), "text/html")
+            media_type = negotiate(request.headers.get("accept"))
+            await self._authorize(request)
+            payload = await read_payload(request, self.limits)
+            prepared = self.operations.prepare(request.method, payload)
+            return await self._run(request, prepared, media_type, request_id)
+        except HttpError as error:
+            request.state.outcome = "rejected"
+            return _refusal(error, media_type)
+        except RequestError as error:
+            request.state.outcome = "rejected"
+            status = error.status or (400 if media_type == GRAPHQL_RESPONSE else 200)
+            return _json({"errors": [e.formatted for e in error.errors]}, status, media_type)
+
+    async def _authorize(self, request: Request) -> None:
+        verdict = await self.authorizer.check(bearer_token(request.headers.get("authorization")))
+        if verdict.decision is Decision.INVALID:
+            challenge = {"www-authenticate": 'Bearer realm="hypervisor-gateway"'}
+            raise HttpError(401, f"unauthenticated: {verdict.reason}", challenge, "UNAUTHENTICATED")
+        if verdict.decision is Decision.DENIED:
+            raise HttpError(403, f"forbidden: {verdict.reason}", code="FORBIDDEN")
+        if verdict.decision is Decision.ERROR:
+            raise HttpError(503, verdict.reason, {"retry-after": "5"}, "UNAVAILABLE")
+        request.state.user = verdict.user
+
+    async def _run(
+        self, request: Request, prepared: PreparedOperation, media_type: str, request_id: str
+    ) -> Answer:
+        params, operation = prepared.params, prepared.operation
+        request.state.operation = prepared.name
+        if operation.operation is not OperationType.QUERY:
+            if request.method == "GET":
+                raise HttpError(405, "only queries can be sent with GET", {"allow": "POST"})
+            raise RequestError(
+                [
+                    GraphQLError(
+                        f"{operation.operation.value} operations are not supported over HTTP; "
+                        "subscribe over WebSocket on this path"
+                    )
+                ]
+            )
+        text = self.operations.validate(params.query)
+        context = self.context(request)
+        key = None
+        if self.cache is not None and text is not None:
+            key = self.cache.key(prepared.digest(text), context.pinned)
+            if (cached := await self.cache.get(key, context.pinned)) is not None:
+                request.state.outcome = "ok"
+                return Answer(200, cached, media_type)
+        if self.operations.is_lookup(params.query):
+            result = execute_document(
+                self.schema, prepared.document, context, params.variables, params.operation_name
+            )
+            body, failed = self._finish(result, request_id)
+        else:
+            self.operations.check_cost(prepared, context.pinned)
+            body, failed = await self.execution.run(
+                prepared.document,
+                context,
+                params.variables,
+                params.operation_name,
+                lambda result: self._finish(result, request_id),
+            )
+        request.state.outcome = "error" if failed else "ok"
+        if self.cache is not None and key is not None and not failed:
+            await self.cache.set(key, body, context.reads())
+        return Answer(200, body, media_type)
+
+    def _finish(self, result: ExecutionResult, request_id: str) -> tuple[bytes, bool]:
+        """The answer's body, and whether it has errors: in the worker thread for a large one."""
+        if result.errors and result.data is None and all(e.path is None for e in result.errors):
+            # No path: variable coercion failed, nothing was executed.
+            raise RequestError(result.errors)
+        body = _encode(self._format(result, request_id))
+        if len(body) > self.limits.max_response_bytes:
+            message = f"response larger than the limit of {self.limits.max_response_bytes} bytes"
+            raise RequestError([LimitError(message, extensions={"code": TOO_LARGE})], 400)
+        return body, bool(result.errors)
+
+    def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
+        payload: dict[str, Any] = {"data": result.data}
+        if result.errors:
+            payload["errors"] = [mask(e, request_id).formatted for e in result.errors]
+        return payload
+
+
+def _encode(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _json(payload: Any, status: int, media_type: str) -> Answer:
+    return Answer(status, _encode(payload), media_type)
+
+
+def _refusal(error: HttpError, media_type: str) -> Answer:
+    """A refusal, shaped like a GraphQL response so every client can read it."""
+    body: dict[str, Any] = {"message": str(error)}
+    if error.code is not None:
+        body["extensions"] = {"code": error.code}
+    return Answer(
+        error.status, _encode({"errors": [body]}), media_type, tuple(error.headers.items())
+    )

@@ -1,0 +1,266 @@
+"""Prometheus metrics, served at ``/metrics``.
+
+Two kinds. What happens per request (count, latency, in flight, auth decisions)
+is recorded as it happens. What describes the gateway's state (objects in the
+store, sync age, relists, cache and subscription figures) is read when Prometheus
+scrapes, by :class:`StateCollector`, from the objects that already keep it: no
+module has to remember to update a gauge, and a scrape always sees the truth.
+
+Every app has its own registry, never prometheus-client's global one, so that
+several apps (tests, one process serving two) never share or collide.
+
+Label values that clients choose (GraphQL operation names) are bounded: a
+client inventing a new operation name per request must not be able to create
+series without end and exhaust Prometheus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gateway import __version__
+from gateway.http.cache import ResponseCache
+from gateway.store.feed import Feed
+from gateway.store.source import SyncStatus
+from gateway.store.store import Snapshot, Store
+
+__all__ = ["AUTH_DECISIONS", "OUTCOMES", "Metrics", "OperationNames", "StateCollector"]
+
+PREFIX = "hypervisor_gateway_"
+#: ok: executed without errors; error: executed, with errors; rejected: never executed.
+OUTCOMES = ("ok", "error", "rejected")
+AUTH_DECISIONS = ("allowed", "denied", "invalid", "error")
+WATCH_EVENTS = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
+#: Seconds; from a cache hit (sub-millisecond) to a query near the time limit.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+# A ``_created`` series per counter doubles the output and no query here needs it.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+
+class OperationNames:
+    """Turns operation names into label values, at most ``limit`` distinct ones.
+
+    ``anonymous`` stands for an operation without a name, ``unknown`` for a request
+    refused before its operation was known, ``other`` for every name after the
+    first ``limit``; names are cut to ``length`` characters.
+    """
+
+    def __init__(self, limit: int = 50, length: int = 64) -> None:
+        self.limit = limit
+        self.length = length
+        self.seen: set[str] = set()
+
+    def label(self, name: str | None, known: bool = True) -> str:
+        if not known:
+            return "unknown"
+        if not name:
+            return "anonymous"
+        name = name[: self.length]
+        if name not in self.seen:
+            if len(self.seen) >= self.limit:
+                return "other"
+            self.seen.add(name)
+        return name
+
+
+class Connections(Protocol):
+    """What the collector needs of the WebSocket server: how many are open."""
+
+    @property
+    def connections(self) -> int: ...
+
+
+class StateCollector(Collector):
+    """Reads the gateway's state at scrape time."""
+
+    def __init__(
+        self,
+        store: Store,
+        status: SyncStatus,
+        feed: Feed,
+        websockets: Connections,
+        cache: ResponseCache | None,
+    ) -> None:
+        self.store = store
+        self.status = status
+        self.feed = feed
+        self.websockets = websockets
+        self.cache = cache
+        self._warnings: tuple[Snapshot | None, int] = (None, 0)
+
+    def collect(self) -> Iterator[Metric]:
+        yield _gauge("build_info", "Version of the gateway.", 1, version=__version__)
+        yield from self._source()
+        yield from self._store()
+        yield _gauge(
+            "websocket_connections",
+            "Open WebSocket connections (subscription clients).",
+            self.websockets.connections,
+        )
+        yield _gauge(
+            "subscription_streams",
+            "Subscriptions receiving every change (hypervisorChanged, consumerChanged).",
+            self.feed.subscribers,
+        )
+        yield _gauge(
+            "subscription_latest_readers",
+            "Subscriptions receiving the latest totals (fleetCapacityChanged).",
+            self.feed.latest_readers,
+        )
+        if self.cache is not None:
+            yield from self._cache(self.cache)
+
+    def _source(self) -> Iterator[Metric]:
+        status = self.status
+        yield _gauge(
+            "ready",
+            "1 once the source delivered a complete view of the fleet (as /readyz).",
+            int(self.store.ready and status.synced),
+        )
+        yield _gauge(
+            "source_error", "1 while the source reports an error.", int(status.error is not None)
+        )
+        age = status.seconds_since_confirmed()
+        yield _gauge(
+            "seconds_since_last_sync",
+            "Seconds since the source last showed the store current (+Inf: never).",
+            float("inf") if age is None else age,
+        )
+        yield _counter("relists_total", "Complete relists of the fleet.", status.relists)
+        yield _counter("watch_restarts_total", "Watches started again.", status.watch_restarts)
+        events = CounterMetricFamily(
+            PREFIX + "watch_events", "Watch events received, by type.", labels=("type",)
+        )
+        for kind in sorted({*WATCH_EVENTS, *status.events}):
+            events.add_metric((kind,), status.events[kind])
+        yield events
+
+    def _store(self) -> Iterator[Metric]:
+        snapshot = self.store.snapshot
+        yield _gauge("hypervisors", "Hypervisor objects in the store.", len(snapshot))
+        yield _gauge(
+            "rejected_objects",
+            "Objects that could not be represented and are left out.",
+            len(self.store.rejected),
+        )
+        yield _gauge(
+            "parse_warnings",
+            "Warnings over all hypervisors in the store (fields ignored or doubtful).",
+            self._warning_count(snapshot),
+        )
+
+    def _warning_count(self, snapshot: Snapshot) -> int:
+        """Counted once per snapshot: scrapes between two changes cost nothing."""
+        counted, count = self._warnings
+        if counted is not snapshot:
+            count = sum(len(h.warnings) for h in snapshot.by_name.values())
+            self._warnings = (snapshot, count)
+        return count
+
+    def _cache(self, cache: ResponseCache) -> Iterator[Metric]:
+        stats = cache.stats
+        yield _counter("response_cache_hits_total", "Answers served from the cache.", stats.hits)
+        yield _counter("response_cache_misses_total", "Answers not in the cache.", stats.misses)
+        yield _counter("response_cache_stores_total", "Answers stored.", stats.stores)
+        yield _counter(
+            "response_cache_errors_total", "Failed cache operations (Redis down).", stats.errors
+        )
+        yield _gauge(
+            "response_cache_degraded",
+            "1 while the cache is unavailable and answers are computed uncached.",
+            int(stats.degraded),
+        )
+
+
+def _gauge(name: str, help: str, value: float, **labels: str) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(PREFIX + name, help, labels=list(labels))
+    family.add_metric(list(labels.values()), value)
+    return family
+
+
+def _counter(name: str, help: str, value: float) -> CounterMetricFamily:
+    return CounterMetricFamily(PREFIX + name, help, value=value)
+
+
+class Metrics:
+    """The registry of one app, its per-request metrics, and the ``/metrics`` endpoint."""
+
+    def __init__(self, operations: int = 50) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.operations = OperationNames(limit=operations)
+        self.requests = Counter(
+            PREFIX + "graphql_requests",
+            "GraphQL requests over HTTP, by operation name and outcome.",
+            ("operation", "outcome"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            PREFIX + "graphql_request_duration_seconds",
+            "Time to answer a GraphQL request over HTTP, by operation name and outcome.",
+            ("operation", "outcome"),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            PREFIX + "http_requests_in_flight",
+            "HTTP requests being answered.",
+            registry=self.registry,
+        )
+        self.auth = Counter(
+            PREFIX + "auth_decisions",
+            "Authentication and authorization decisions, by result.",
+            ("decision",),
+            registry=self.registry,
+        )
+        for decision in AUTH_DECISIONS:
+            self.auth.labels(decision)
+        #: (operation label, outcome) -> its two series; labels() is a locked lookup each call.
+        self._series: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+
+    def register(self, collector: Collector) -> None:
+        """Add a collector read at every scrape (the app's :class:`StateCollector`)."""
+        self.registry.register(collector)
+
+    def observe(self, operation: str | None, known: bool, outcome: str, seconds: float) -> None:
+        """One GraphQL request answered (``known``: its operation was identified)."""
+        labels = (self.operations.label(operation, known), outcome)
+        series = self._series.get(labels)
+        if series is None:
+            if outcome not in OUTCOMES:
+                raise ValueError(f"outcome {outcome!r}: expected one of {OUTCOMES}")
+            series = self._series[labels] = (
+                self.requests.labels(*labels),
+                self.latency.labels(*labels),
+            )
+        count, latency = series
+        count.inc()
+        latency.observe(seconds)
+
+    def auth_decision(self, decision: str) -> None:
+        """Count one decision: allowed, denied, invalid (credentials) or error (reviewing).
+
+        Meant as the authorizer's ``on_decision`` callback.
+        """
+        if decision not in AUTH_DECISIONS:
+            raise ValueError(f"decision {decision!r}: expected one of {AUTH_DECISIONS}")
+        self.auth.labels(decision).inc()
+
+    async def endpoint(self, request: Request) -> Response:
+        """Text exposition format, or OpenMetrics when the scraper asks for it."""
+        encode, media_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encode(self.registry), headers={"content-type": media_type})

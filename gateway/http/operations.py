@@ -1,0 +1,251 @@
+"""From a request's bytes to an operation ready to execute, each step once per distinct input.
+
+Clients repeat themselves: a dashboard sends the same few requests every few
+seconds, byte for byte. What a request's method and payload decide (its
+parameters, parsed document and operation, and the digest its cached answer is
+filed under) is kept per distinct payload; parsing and validation results are
+kept per distinct document text, so spellings of one payload share them. A
+repeated request then goes from its bytes to its cached answer with a few
+lookups, and a new one with the same document skips parsing and validation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from graphql import (
+    ASTValidationRule,
+    DocumentNode,
+    FieldNode,
+    GraphQLError,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    TypeInfo,
+    TypeInfoVisitor,
+    get_nullable_type,
+    get_operation_ast,
+    is_list_type,
+    parse,
+    print_ast,
+    specified_rules,
+    validate,
+    visit,
+)
+from graphql.language import FragmentDefinitionNode, Visitor
+from graphql.validation.rules.overlapping_fields_can_be_merged import MAX_COMPLEXITY_BUDGET
+from graphql.validation.validate import ValidationAbortedError
+from graphql.validation.validation_context import MAX_FRAGMENT_WORK
+
+from gateway.api.cost import Profile, estimate
+from gateway.api.limits import LimitError, Limits, check_document
+from gateway.http.cache import digest
+from gateway.http.request import Params, RequestError, params_of
+from gateway.store.store import Snapshot
+
+__all__ = ["MEMO_PAYLOAD_BYTES", "Operations", "PreparedOperation"]
+
+#: Payloads up to this size are kept with what they decide; dashboards' are under 2 KiB.
+MEMO_PAYLOAD_BYTES = 8192
+#: Validation errors reported before validation stops (graphql-core's default).
+MAX_VALIDATION_ERRORS = 100
+
+
+@dataclasses.dataclass(slots=True, eq=False)
+class PreparedOperation:
+    """What a request's method and payload decide, before any check of its document.
+
+    One instance serves every request with the same bytes: nothing may change it
+    (its digest is filled in once).
+    """
+
+    params: Params
+    document: DocumentNode
+    operation: OperationDefinitionNode
+    _digest: str | None = dataclasses.field(default=None, init=False)
+
+    @property
+    def name(self) -> str | None:
+        return self.operation.name.value if self.operation.name else None
+
+    def digest(self, text: str) -> str:
+        """The request's cache digest, ``text`` being its document as validation printed it."""
+        if self._digest is None:
+            params = self.params
+            self._digest = digest(text, params.operation_name, params.variables)
+        return self._digest
+
+
+class Operations:
+    """Parses, checks and validates the requests of one schema, remembering the results.
+
+    Each cache holds ``cache_size`` entries; failures are never kept (a failing
+    request pays its full price every time, as it should).
+    """
+
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        limits: Limits,
+        *,
+        validation_rules: Sequence[type[ASTValidationRule]] = (),
+        uncacheable: frozenset[str] = frozenset(),
+        lookups: frozenset[str] = frozenset(),
+        cache_size: int = 1024,
+    ) -> None:
+        self.schema = schema
+        self.limits = limits
+        self.rules = (*specified_rules, *validation_rules)
+        #: Fields whose answers are not a function of the store snapshot alone.
+        self.uncacheable = uncacheable
+        #: Root fields that find one object by its key.
+        self.lookups = lookups
+        self.parse = functools.lru_cache(maxsize=cache_size)(self._parse)
+        self.validate = functools.lru_cache(maxsize=cache_size)(self._validate)
+        self.is_lookup = functools.lru_cache(maxsize=cache_size)(self._is_lookup)
+        self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
+
+    def prepare(self, method: str, payload: bytes) -> PreparedOperation:
+        """What the request decides; remembered unless its payload is large."""
+        if len(payload) > MEMO_PAYLOAD_BYTES:
+            return self._prepare(method, payload)
+        return self._remembered(method, payload)
+
+    def _prepare(self, method: str, payload: bytes) -> PreparedOperation:
+        return self.prepare_params(params_of(method, payload, self.limits.max_json_depth))
+
+    def prepare_params(self, params: Params) -> PreparedOperation:
+        """What parameters decide, however they came (an HTTP payload, a WebSocket message)."""
+        document = self.parse(params.query)
+        operation = get_operation_ast(document, params.operation_name)
+        if operation is None:
+            name = params.operation_name
+            message = f"unknown operation {name!r}" if name else "operationName is required"
+            raise RequestError([GraphQLError(message)])
+        return PreparedOperation(params, document, operation)
+
+    def _parse(self, query: str) -> DocumentNode:
+        try:
+            return parse(query, max_tokens=self.limits.max_tokens)
+        except GraphQLError as error:
+            status = 400 if "tokens" in error.message else None
+            raise RequestError([error], status) from error
+
+    def _validate(self, query: str) -> str | None:
+        """Check limits, then validate.
+
+        Returns the document as graphql-core prints it (same meaning, same text), for
+        cache keys, or None when its answer must not be cached because it reads one
+        of the ``uncacheable`` fields. Keyed by the query's text, whose hash Python
+        keeps, rather than by its document: a document hashes node by node.
+        """
+        document = self.parse(query)
+        try:
+            check_document(document, self.limits)
+        except LimitError as error:
+            raise RequestError([error], status=400) from error
+        errors = validate(self.schema, document, self.rules, max_errors=MAX_VALIDATION_ERRORS)
+        if errors:
+            raise RequestError(_limit_named(errors, document))
+        if _selects_any(document, self.uncacheable):
+            return None
+        return print_ast(document)
+
+    def check_cost(self, prepared: PreparedOperation, snapshot: Snapshot) -> None:
+        """Refuse an operation whose estimated cost on ``snapshot`` is over the limit.
+
+        Called once the document is valid, and only when it is about to run: a cached
+        answer costs nothing, and the same request may cost more as the fleet grows.
+        """
+        params = prepared.params
+        cost = estimate(
+            self.schema,
+            prepared.document,
+            prepared.operation,
+            params.variables,
+            Profile.of(snapshot),
+            self.limits.max_page_size,
+        )
+        if cost > self.limits.max_cost:
+            message = (
+                f"query cost {cost} exceeds the limit of {self.limits.max_cost} "
+                f"(estimated from the fleet's {len(snapshot)} hosts and its list sizes)"
+            )
+            raise RequestError([LimitError(message, extensions={"code": "QUERY_TOO_COSTLY"})], 400)
+
+    def _is_lookup(self, query: str) -> bool:
+        """Whether a valid document only looks objects up by key and reads no list.
+
+        Its work is then bounded by the size of the few objects it names, whatever
+        the fleet's, and so small that handing it to a worker thread would take
+        longer than answering it on the event loop.
+        """
+        document = self.parse(query)
+        for definition in document.definitions:
+            if isinstance(definition, OperationDefinitionNode):
+                roots = definition.selection_set.selections
+                if not all(
+                    isinstance(r, FieldNode) and r.name.value in self.lookups for r in roots
+                ):
+                    return False
+        return not _reads_lists(self.schema, document)
+
+
+def _reads_lists(schema: GraphQLSchema, document: DocumentNode) -> bool:
+    """Whether any field selected in ``document`` (fragments included) returns a list."""
+    type_info = TypeInfo(schema)
+    found = False
+
+    class Finder(Visitor):
+        def enter_field(self, node: FieldNode, *_: Any) -> None:
+            nonlocal found
+            field = type_info.get_field_def()
+            found = found or field is None or is_list_type(get_nullable_type(field.type))
+
+    visit(document, TypeInfoVisitor(type_info, Finder()))
+    return found
+
+
+def _selects_any(document: DocumentNode, names: frozenset[str]) -> bool:
+    """Whether any selection in ``document`` (fragments included) is one of ``names``."""
+    found = False
+
+    class Finder(Visitor):
+        def enter_field(self, node: FieldNode, *_: Any) -> None:
+            nonlocal found
+            found = found or node.name.value in names
+
+    if names:
+        visit(document, Finder())
+    return found
+
+
+def _limit_named(errors: list[GraphQLError], document: DocumentNode) -> list[GraphQLError]:
+    """graphql-core's "Validation aborted." names no limit; say which one stopped it.
+
+    It aborts after ``MAX_VALIDATION_ERRORS`` errors, and when comparing the
+    selections of one response name pairwise (1,000 repeated selections) or
+    following fragments would take more than its budgets.
+    """
+    if not errors or not isinstance(errors[-1], ValidationAbortedError):
+        return errors
+    if len(errors) > MAX_VALIDATION_ERRORS:
+        message = (
+            f"Validation stopped after {MAX_VALIDATION_ERRORS} errors, the limit: "
+            "fix these and send the document again."
+        )
+    elif any(isinstance(d, FragmentDefinitionNode) for d in document.definitions):
+        message = (
+            "Validation aborted: the document's fragments and selections need more work to "
+            f"check than the limits allow ({MAX_FRAGMENT_WORK:,} fragment spreads and "
+            f"variables followed, {MAX_COMPLEXITY_BUDGET:,} comparisons of selections)."
+        )
+    else:
+        message = (
+            "Validation aborted: checking that the selections of each field can be merged "
+            f"takes more than the limit of {MAX_COMPLEXITY_BUDGET:,} comparisons; select "
+            "each field once instead of repeating it."
+        )
+    return [*errors[:-1], GraphQLError(message)]

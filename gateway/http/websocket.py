@@ -1,0 +1,328 @@
+"""GraphQL over WebSocket, on the same ``/graphql`` path: the same policy as HTTP.
+
+Strawberry implements both protocols in use: ``graphql-transport-ws`` and, for
+older clients, the legacy ``graphql-ws``. What it runs is ours: its handlers ask
+the view's schema for a stream of results, and that "schema" (:class:`Streams`)
+prepares each operation with the HTTP endpoint's :class:`gateway.http.operations.Operations`
+(token, depth, alias, selection and cost limits, validation, introspection) and
+runs queries and mutations in a worker thread through the same
+:class:`gateway.http.execution.Execution` (slots, time, response size): one policy,
+the same errors. Subscriptions, once checked, are Strawberry's to run.
+
+Every malformed message closes the connection with the protocol's 4400 and a
+reason: text that is not a JSON object, JSON nested too deep to decode, a
+message without a type, a subscribe or start whose payload is not an object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncGenerator, Callable, Sequence
+from datetime import timedelta
+from typing import Any, cast
+
+from graphql import GraphQLError, OperationType
+from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketState
+from strawberry import Schema
+from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
+from strawberry.schema import BaseSchema
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+)
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
+from strawberry.types.execution import ExecutionResult, PreExecutionError
+from strawberry.utils.aio import aclosing
+
+from gateway.api.context import Context
+from gateway.domain.flavors import NO_CATALOG, Catalog
+from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
+from gateway.http.execution import Execution, mask
+from gateway.http.operations import Operations
+from gateway.http.refusal import refuse, refuse_websocket
+from gateway.http.request import HttpError, Params, RequestError, TooDeep, loads
+from gateway.store.feed import Feed
+from gateway.store.source import SyncStatus
+from gateway.store.store import Store
+
+__all__ = ["Streams", "SubscriptionServer"]
+
+#: The type of a message that could not be read: no JSON text can produce it.
+INVALID = object()
+
+
+class Streams:
+    """What Strawberry's WebSocket handlers call on the view's schema, with our policy.
+
+    They call :meth:`stream` (graphql-transport-ws) and :meth:`subscribe` (graphql-ws)
+    and nothing else; both run every kind of operation.
+    """
+
+    def __init__(self, schema: Schema, operations: Operations, execution: Execution) -> None:
+        self.schema = schema
+        self.operations = operations
+        self.execution = execution
+
+    async def stream(
+        self,
+        query: str | None,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+        allowed_operation_types: Any = None,
+    ) -> AsyncGenerator[ExecutionResult, None]:
+        assert isinstance(context_value, Context)
+        return self._results(Params(query or "", operation_name, variable_values), context_value)
+
+    subscribe = stream
+
+    async def _results(
+        self, params: Params, context: Context
+    ) -> AsyncGenerator[ExecutionResult, None]:
+        try:
+            prepared = self.operations.prepare_params(params)
+            self.operations.validate(params.query)
+            self.operations.check_cost(prepared, context.pinned)
+        except RequestError as error:
+            yield PreExecutionError(data=None, errors=error.errors)
+            return
+        if prepared.operation.operation is OperationType.SUBSCRIPTION:
+            source = await self.schema.subscribe(
+                params.query, params.variables, context, None, params.operation_name
+            )
+            if isinstance(source, ExecutionResult):
+                yield source
+                return
+            async with aclosing(source):
+                async for event in source:
+                    yield event
+            return
+        request_id = os.urandom(8).hex()
+        try:
+            result = await self.execution.run(
+                prepared.document,
+                context.for_operation(),
+                params.variables,
+                params.operation_name,
+                lambda result: result,
+            )
+        except RequestError as error:
+            yield PreExecutionError(data=None, errors=error.errors)
+            return
+        except HttpError as error:
+            code = {"code": error.code} if error.code else None
+            yield PreExecutionError(data=None, errors=[GraphQLError(str(error), extensions=code)])
+            return
+        errors = [mask(e, request_id) for e in result.errors or ()]
+        yield ExecutionResult(data=result.data, errors=errors or None)
+
+
+class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    """graphql-transport-ws, closing with 4400 on every message it cannot read."""
+
+    async def handle_message(self, message: Any) -> None:
+        if (reason := _malformed(message)) is not None:
+            await self.handle_invalid_message(reason)
+            return
+        if message["type"] == "subscribe" and (reason := _bad_payload(message)) is not None:
+            await self.handle_invalid_message(reason)
+            return
+        await super().handle_message(message)
+
+
+class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    """graphql-ws (legacy), closing with 4400 where it would drop the connection or ignore."""
+
+    async def handle_message(self, message: Any) -> None:
+        if (reason := _malformed(message)) is None and message["type"] == "start":
+            reason = _bad_payload(message)
+        if reason is not None:
+            await self.websocket.close(code=4400, reason=reason)
+            return
+        await super().handle_message(message)
+
+
+def _malformed(message: Any) -> str | None:
+    """Why a decoded message cannot be handled, or None."""
+    if message.get("type") is INVALID:
+        return str(message["reason"])
+    if not isinstance(message.get("type"), str):
+        return "a message needs a string type"
+    if "id" in message and not isinstance(message["id"], str):
+        return "a message id must be a string"
+    return None
+
+
+def _bad_payload(message: dict[str, Any]) -> str | None:
+    payload = message.get("payload")
+    if not isinstance(message.get("id"), str):
+        return f"{message['type']} needs a string id"
+    if not isinstance(payload, dict):
+        return f"{message['type']} payload must be an object"
+    if not isinstance(payload.get("query"), str):
+        return f"{message['type']} payload needs a string query"
+    if payload.get("variables") is not None and not isinstance(payload["variables"], dict):
+        return "variables must be an object"
+    if payload.get("operationName") is not None and not isinstance(payload["operationName"], str):
+        return "operationName must be a string"
+    return None
+
+
+class SubscriptionServer(GraphQL[Context, None]):
+    """The WebSocket half of ``/graphql``; HTTP requests never reach it."""
+
+    graphql_transport_ws_handler_class = TransportWSHandler
+    graphql_ws_handler_class = LegacyWSHandler
+
+    def __init__(
+        self,
+        store: Store,
+        status: SyncStatus,
+        feed: Feed,
+        *,
+        schema: Schema,
+        operations: Operations,
+        execution: Execution,
+        allowed_origins: Sequence[str] = (),
+        coalesce_interval: float = 1.0,
+        max_subscriptions_per_connection: int = 20,
+        max_connections: int = 500,
+        keep_alive_interval: float = 15.0,
+        authorizer: Authorizer | None = None,
+        recheck_interval: float = 60.0,
+        catalog: Catalog = NO_CATALOG,
+    ) -> None:
+        """``operations`` and ``execution`` are the HTTP endpoint's (one policy)."""
+        super().__init__(
+            # The handlers call nothing but stream and subscribe (see Streams).
+            cast("BaseSchema", Streams(schema, operations, execution)),
+            graphql_ide=None,
+            allowed_origins=allowed_origins,
+            keep_alive=True,
+            keep_alive_interval=keep_alive_interval,
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
+            connection_init_wait_timeout=timedelta(seconds=10),
+            max_subscriptions_per_connection=max_subscriptions_per_connection,
+        )
+        self.store = store
+        self.status = status
+        self.feed = feed
+        self.coalesce_interval = coalesce_interval
+        self.limits = operations.limits
+        self.max_connections = max_connections
+        self.connections = 0
+        self.authorizer = authorizer or AllowAll()
+        self.recheck_interval = recheck_interval
+        self.catalog = catalog
+        self._rechecks: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and self.connections >= self.max_connections:
+            # Refuse the handshake before any protocol work.
+            reason = f"too many WebSocket connections (the limit is {self.max_connections})"
+            await refuse(scope, receive, send, 503, reason)
+            return
+        self.connections += 1
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.connections -= 1
+
+    async def reject_websocket(self, request: WebSocket) -> WebSocket:
+        """A cross-origin handshake from an origin not allowed: 403, saying so."""
+        origin = request.headers.get("origin")
+        reason = f"origin {origin!r} may not open a WebSocket here: see --cors-origins"
+        await refuse_websocket(request, 403, reason)
+        return request
+
+    def decode_json(self, data: str | bytes) -> object:
+        """A protocol message, or one of type :data:`INVALID` saying why it is none.
+
+        The handlers close the connection with 4400 and that reason. Nesting is
+        bounded before decoding: a deep message would exhaust the decoder's stack.
+        """
+        try:
+            message = loads(data, self.limits.max_json_depth)
+        except TooDeep as error:
+            return {"type": INVALID, "reason": f"message refused: {error}"}
+        except ValueError:
+            return {"type": INVALID, "reason": "a message must be valid JSON"}
+        if not isinstance(message, dict):
+            return {"type": INVALID, "reason": "a message must be a JSON object"}
+        return message
+
+    async def on_ws_connect(self, context: Context) -> None:
+        """Authenticate in connection_init, then keep checking while the connection lives.
+
+        The token comes from the payload's ``Authorization`` (what browsers can send)
+        or the upgrade request's header (what command-line clients send).
+        """
+        token = _token(context)
+        verdict = await self.authorizer.check(token)
+        if not verdict.allowed:
+            raise ConnectionRejectionError()
+        connection = _connection(context)
+        if connection is not None and not isinstance(self.authorizer, AllowAll):
+            task = asyncio.create_task(self._recheck(connection, token))
+            self._rechecks.add(task)
+            task.add_done_callback(self._rechecks.discard)
+
+    async def _recheck(self, connection: WebSocket, token: str | None) -> None:
+        """End the connection of a user whose access was revoked (4403, like a refusal)."""
+        while connection.application_state is WebSocketState.CONNECTED:
+            await asyncio.sleep(self.recheck_interval)
+            if connection.application_state is not WebSocketState.CONNECTED:
+                return
+            verdict = await self.authorizer.check(token)
+            if verdict.decision in (Decision.DENIED, Decision.INVALID):
+                await connection.close(4403, "Forbidden: access revoked")
+                return
+
+    async def get_context(self, request: Any, response: Any) -> Context:
+        live = isinstance(request, WebSocket)
+        return Context(
+            self.store,
+            self.status,
+            self.feed,
+            pinned=not live,
+            coalesce_interval=self.coalesce_interval,
+            max_page_size=self.limits.max_page_size,
+            connection=request if live else None,
+            on_lag=_closer(request) if live else None,
+            catalog=self.catalog,
+        )
+
+
+def _connection(context: Context) -> WebSocket | None:
+    connection = context.connection
+    return connection if isinstance(connection, WebSocket) else None
+
+
+def _closer(connection: WebSocket) -> Callable[[], None]:
+    """Close the connection of a subscriber that fell too far behind (1013: try again)."""
+
+    def close() -> None:
+        reason = "too slow to keep up with changes; reconnect to resume"
+        _background.add(task := asyncio.create_task(connection.close(1013, reason)))
+        task.add_done_callback(_background.discard)
+
+    return close
+
+
+_background: set[asyncio.Task[None]] = set()
+
+
+def _token(context: Context) -> str | None:
+    params = context.connection_params
+    if isinstance(params, dict):
+        for key in ("Authorization", "authorization"):
+            if isinstance(params.get(key), str):
+                return bearer_token(params[key])
+    if (connection := _connection(context)) is not None:
+        return bearer_token(connection.headers.get("authorization"))
+    return None

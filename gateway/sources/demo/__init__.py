@@ -1,0 +1,1 @@
+"""A synthetic fleet that changes by itself, for ``serve --demo`` and the benchmark."""

@@ -1,0 +1,123 @@
+"""Changes to the demo fleet as a region sees them all day (``--demo-churn SECONDS``).
+
+A fleet that never changes gives subscriptions, the dashboard's live view and
+the sync figures nothing to show. Each step makes on one host one change Nova
+makes all the time: an instance created where it fits (booked with the
+resources, project and user of one already there, and running), or a running
+one deleted. The object changes as Placement's bookings and the node agent would
+write it: ``spec.bookings``, ``status.instances``, ``numInstances`` and the
+allocation totals (per-cell figures are left as they were, as if the agent had
+not yet reported them). The steps come from a seeded generator: one seed, one
+sequence of changes. Each change is applied to the store that serves the fleet,
+whose parsed records also tell what fits where.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import uuid
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any
+
+from gateway.domain import capacity
+from gateway.domain.quantity import QuantityError, format_quantity, parse_quantity
+from gateway.domain.records import Hypervisor
+from gateway.store.store import Store
+
+__all__ = ["Churn"]
+
+
+class Churn:
+    """Changes, one at a time, the hosts of ``objects`` (served by ``store``) that can take one."""
+
+    def __init__(self, store: Store, objects: Iterable[dict[str, Any]], seed: int = 0) -> None:
+        self.store = store
+        self.rng = random.Random(seed)
+        records = store.snapshot.by_name
+        self.objects = {
+            name: o
+            for o in objects
+            if (name := o["metadata"]["name"]) in records and _changeable(o, records[name])
+        }
+        self.names = sorted(self.objects)
+        self.created = 0
+
+    def step(self) -> dict[str, Any] | None:
+        """Change one host in the store; its new object, or None when no host can change."""
+        if not self.names:
+            return None
+        name = self.rng.choice(self.names)
+        obj = self.objects[name]
+        consumers = [b["consumer"] for b in obj["spec"]["bookings"] if "consumer" in b]
+        running = {i["id"] for i in obj["status"]["instances"] if i.get("active") is True}
+        deletable = [
+            c for c in consumers if c.get("consumerType") == "INSTANCE" and c["uuid"] in running
+        ]
+        template = self.rng.choice(consumers) if consumers else None
+        if (
+            template is not None
+            and (not deletable or self.rng.random() < 0.5)
+            and _fits(self.store.snapshot.by_name[name], template["resources"])
+        ):
+            changed = self._create(obj, template)
+        elif deletable:
+            changed = _delete(obj, self.rng.choice(deletable))
+        else:
+            return None
+        self.objects[name] = changed
+        self.store.upsert(changed)
+        return changed
+
+    def _create(self, obj: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
+        new = copy.deepcopy(obj)
+        consumer = copy.deepcopy(template)
+        consumer.update(uuid=str(uuid.UUID(int=self.rng.getrandbits(128), version=4)))
+        consumer.update(consumerType="INSTANCE", consumerGeneration=1)
+        new["spec"]["bookings"].append({"consumer": consumer})
+        self.created += 1
+        instance = {"id": consumer["uuid"], "name": f"demo-{self.created:06d}", "active": True}
+        new["status"]["instances"].append(instance)
+        _account(new["status"], consumer["resources"], 1)
+        return new
+
+
+def _delete(obj: dict[str, Any], consumer: dict[str, Any]) -> dict[str, Any]:
+    new = copy.deepcopy(obj)
+    gone = consumer["uuid"]
+    spec, status = new["spec"], new["status"]
+    spec["bookings"] = [b for b in spec["bookings"] if b.get("consumer", {}).get("uuid") != gone]
+    status["instances"] = [i for i in status["instances"] if i["id"] != gone]
+    _account(status, consumer["resources"], -1)
+    return new
+
+
+def _changeable(obj: dict[str, Any], record: Hypervisor) -> bool:
+    """A tracked host that is Ready, not in maintenance, and whose figures add up."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return (
+        isinstance(spec.get("bookings"), list)
+        and isinstance(status.get("instances"), list)
+        and set(status.get("allocation") or {}) >= {"cpu", "memory"}
+        and record.ready
+        and record.maintenance is None
+        and not record.warnings
+    )
+
+
+def _fits(record: Hypervisor, resources: dict[str, Any]) -> bool:
+    try:
+        request = {name: parse_quantity(amount) for name, amount in resources.items()}
+    except QuantityError:
+        return False
+    return capacity.fits(record, request)
+
+
+def _account(status: dict[str, Any], resources: dict[str, Any], sign: int) -> None:
+    """numInstances and the allocation totals, after an instance came (1) or went (-1)."""
+    status["numInstances"] = len(status["instances"])
+    allocation = status["allocation"]
+    for name in ("cpu", "memory"):
+        total = parse_quantity(allocation[name]) + sign * parse_quantity(resources.get(name, 0))
+        allocation[name] = format_quantity(max(total, Decimal(0)))

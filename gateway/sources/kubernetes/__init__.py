@@ -1,0 +1,1 @@
+"""The Kubernetes source: credentials, the list/watch informer and its parse pipeline."""

@@ -1,0 +1,69 @@
+"""Parsing a fleet as it arrives: batches of raw objects, parsed in a worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from gateway.store.collector import collector_paused
+from gateway.store.store import Batch, Store
+
+__all__ = ["Batches", "parsing"]
+
+#: Batches received ahead of the parser.
+_AHEAD = 2
+
+
+class Batches:
+    """Objects parsed in a worker thread, batch by batch, while the next ones arrive.
+
+    The API server works while the gateway parses. At most ``_AHEAD`` batches of
+    raw JSON objects (many times their records' size) wait for the parser, so
+    memory stays bounded however large the fleet. Callers pause the cyclic
+    collector meanwhile (:func:`parsing` does): decoding and parsing a fleet
+    builds millions of objects and no cycles, and the collector's full passes
+    over the growing heap would cost more than the decoding itself (see
+    gateway.store.collector).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._prepared = Batch({}, {}, {})
+        self._parsing: collections.deque[asyncio.Future[Batch]] = collections.deque()
+        self.count = 0
+
+    async def add(self, objects: list[Any]) -> None:
+        while len(self._parsing) >= _AHEAD:
+            self._prepared.absorb(await self._parsing.popleft())
+        if objects:
+            work = asyncio.to_thread(self._store.prepare, objects, self.count)
+            self._parsing.append(asyncio.ensure_future(work))
+            self.count += len(objects)
+
+    async def finish(self) -> Batch:
+        while self._parsing:
+            self._prepared.absorb(await self._parsing.popleft())
+        return self._prepared
+
+    def cancel(self) -> None:
+        for future in self._parsing:
+            future.cancel()
+
+
+@contextlib.contextmanager
+def parsing(store: Store) -> Iterator[Batches]:
+    """Batches for one complete set, with the cyclic collector paused for the whole block.
+
+    The block ends after the set is committed, so that the store's settle is the
+    one collection to walk the new records (see HypervisorInformer._synced).
+    Batches still being parsed when it is left (an error, a cancel) are cancelled.
+    """
+    batches = Batches(store)
+    with collector_paused():
+        try:
+            yield batches
+        finally:
+            batches.cancel()

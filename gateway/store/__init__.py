@@ -1,0 +1,14 @@
+"""The fleet in memory: immutable snapshots, the store that swaps them, the change feed.
+
+It builds on :mod:`gateway.domain` only. Sources write into it through the
+:class:`Source` protocol defined here, so the app that runs one, and the API
+that shows its :class:`SyncStatus`, need not import the sources.
+"""
+
+from __future__ import annotations
+
+from gateway.store.feed import Feed
+from gateway.store.source import Source, SyncStatus
+from gateway.store.store import Batch, Change, ChangeType, Snapshot, Store
+
+__all__ = ["Batch", "Change", "ChangeType", "Feed", "Snapshot", "Source", "Store", "SyncStatus"]

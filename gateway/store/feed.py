@@ -1,0 +1,112 @@
+"""Fan-out of store changes to subscribers, with bounded memory per subscriber.
+
+Two kinds of subscriber, because two kinds of question are asked:
+
+* an *event stream* (``hypervisorChanged``) must see every change, in order. Its
+  queue is bounded; a subscriber that falls that far behind is cut off with
+  :class:`Lagging` rather than letting its queue (and our memory) grow without
+  end, or silently dropping events it would then never know it missed.
+* a *latest value* (``fleetCapacityChanged``) only needs to know that something
+  changed; it then reads the newest snapshot. It never queues anything, so a slow
+  reader costs nothing and always gets the latest state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+from gateway.store.store import Change, Snapshot, Store
+
+__all__ = ["Feed", "Lagging"]
+
+
+class Lagging(Exception):
+    """The subscriber fell more than its queue's length behind the store."""
+
+
+class _Stream:
+    def __init__(self, limit: int, on_lag: Callable[[], None] | None) -> None:
+        self.queue: asyncio.Queue[list[Change]] = asyncio.Queue(limit)
+        self.lagging = False
+        self.on_lag = on_lag
+
+    def put(self, changes: list[Change]) -> None:
+        if self.lagging:
+            return
+        try:
+            self.queue.put_nowait(changes)
+        except asyncio.QueueFull:
+            self.lagging = True
+            # Wake the reader so it learns it lags now, not after the backlog; and tell
+            # the connection, whose reader may be stuck writing to a stalled socket.
+            self.queue.get_nowait()
+            self.queue.put_nowait([])
+            if self.on_lag is not None:
+                self.on_lag()
+
+
+class Feed:
+    """Listens to a store and hands its changes to any number of subscribers."""
+
+    def __init__(self, store: Store, *, queue_limit: int = 1000) -> None:
+        self.store = store
+        self.queue_limit = queue_limit
+        self._streams: set[_Stream] = set()
+        #: Subscribers that only want the latest state (fleetCapacityChanged).
+        self.latest_readers = 0
+        # Set, then replaced, on every change: waiters hold the one current when they began.
+        self._changed = asyncio.Event()
+        self._unlisten: Callable[[], None] | None = None
+
+    def start(self) -> None:
+        self._unlisten = self.store.listen(self._on_change)
+
+    def stop(self) -> None:
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._streams)
+
+    def _on_change(self, snapshot: Snapshot, changes: list[Change]) -> None:
+        for stream in self._streams:
+            stream.put(changes)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def changes(self, on_lag: Callable[[], None] | None = None) -> AsyncIterator[Change]:
+        """Every change from now on, in order. Raises :class:`Lagging` if too slow,
+        and calls ``on_lag`` the moment the queue overflows."""
+        stream = _Stream(self.queue_limit, on_lag)
+        self._streams.add(stream)
+        try:
+            while True:
+                batch = await stream.queue.get()
+                if stream.lagging:
+                    raise Lagging(
+                        f"subscriber fell more than {self.queue_limit} changes behind; "
+                        "subscribe again to resume from the current state"
+                    )
+                for change in batch:
+                    yield change
+        finally:
+            self._streams.discard(stream)
+
+    async def snapshots(self, interval: float) -> AsyncIterator[Snapshot]:
+        """The current snapshot at once, then the newest one after each change,
+        at most once per ``interval`` seconds (changes in between coalesce)."""
+        self.latest_readers += 1
+        try:
+            seen = self.store.snapshot
+            yield seen
+            while True:
+                await asyncio.sleep(interval)
+                if self.store.snapshot is seen:
+                    await self._changed.wait()
+                seen = self.store.snapshot
+                yield seen
+        finally:
+            self.latest_readers -= 1

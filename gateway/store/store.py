@@ -1,0 +1,367 @@
+"""The store: the current fleet as immutable snapshots, and change notifications.
+
+Sources write (replace the whole set, or upsert / delete one object); queries read
+:attr:`Store.snapshot`, which is swapped atomically, so a query that holds a
+snapshot sees one consistent fleet however the store changes meanwhile.
+
+Every object is parsed once per resourceVersion, and a change of one object
+copies a shard of the map by name, not the whole fleet (:mod:`gateway.store.shards`).
+Indexes (by consumer, zone, aggregate, trait) are built lazily, once per
+snapshot, by the first query that needs them: under churn a snapshot nobody
+queries costs no indexing at all.
+
+Sums over the whole fleet (fleet totals, slots per flavor) are kept in ledgers
+(:mod:`gateway.domain.ledger`): the first question counts one from the fleet, and every
+later snapshot carries it forward by the changes that made it, so that under
+churn a question reads sums instead of recounting every host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import hashlib
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
+from typing import Any
+
+from gateway.domain.ledger import Journal, Ledger, Step, Tally
+from gateway.domain.parse import ParseError, parse_hypervisor
+from gateway.domain.records import ConsumerBooking, Hypervisor
+from gateway.store.collector import collector_paused, settle
+from gateway.store.shards import ShardedMap
+
+__all__ = ["Batch", "Change", "ChangeType", "Snapshot", "Store"]
+
+log = logging.getLogger(__name__)
+
+
+class ChangeType(enum.Enum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Change:
+    """One hypervisor that changed: its new state, or its last state when deleted."""
+
+    type: ChangeType
+    hypervisor: Hypervisor
+    previous: Hypervisor | None
+
+
+class Snapshot:
+    """An immutable view of the fleet at one store generation."""
+
+    def __init__(
+        self,
+        generation: int,
+        hypervisors: ShardedMap[Hypervisor],
+        resource_version: str | None,
+        store: Store | None = None,
+    ) -> None:
+        self.generation = generation
+        self.by_name = hypervisors
+        #: The source's position at this change (a list or event resourceVersion).
+        self.resource_version = resource_version
+        self._ledgers: dict[Tally, Ledger] = {}
+        self._store = store
+
+    @property
+    def origin(self) -> Store | None:
+        """The store that made this snapshot (None for a store's empty first one)."""
+        return self._store
+
+    def ledger(self, tally: Tally) -> Ledger:
+        """The sums ``tally`` keeps over this fleet: carried forward from the previous
+        snapshot's by the store, or counted here by the first question that needs them
+        (and then handed on to the snapshots the store made meanwhile)."""
+        found = self._ledgers.get(tally)
+        if found is None:
+            found = self._ledgers.setdefault(tally, Ledger.of(tally, self.by_name.values()))
+            if self._store is not None:
+                self._store.bring_forward(tally, found, self)
+        return found
+
+    def __len__(self) -> int:
+        return len(self.by_name)
+
+    @cached_property
+    def ordered(self) -> tuple[Hypervisor, ...]:
+        """All hypervisors, sorted by name."""
+        return tuple(self.by_name[name] for name in sorted(self.by_name))
+
+    @cached_property
+    def by_consumer(self) -> Mapping[str, tuple[ConsumerBooking, ...]]:
+        """Consumer UUID -> its bookings, on every hypervisor it is booked on."""
+        index: dict[str, list[ConsumerBooking]] = defaultdict(list)
+        for hypervisor in self.ordered:
+            for booking in hypervisor.consumers:
+                index[booking.uuid].append(booking)
+        return {uuid: tuple(bookings) for uuid, bookings in sorted(index.items())}
+
+    @cached_property
+    def by_zone(self) -> Mapping[str | None, tuple[Hypervisor, ...]]:
+        return _group(self.ordered, lambda h: (h.zone,))
+
+    @cached_property
+    def by_aggregate(self) -> Mapping[str | None, tuple[Hypervisor, ...]]:
+        """Aggregate name (from any source) -> hypervisors; None for hosts in none."""
+        return _group(self.ordered, lambda h: {a.name for a in h.aggregates} or {None})
+
+    @cached_property
+    def by_trait(self) -> Mapping[str, tuple[Hypervisor, ...]]:
+        """Trait name (from any source) -> hypervisors."""
+        return _group(self.ordered, lambda h: {t.name for t in h.traits})
+
+
+def _step(changes: list[Change], size: int) -> Step | None:
+    """The records a change set removes and adds; None when recounting a fleet of
+    ``size`` costs less than carrying sums through it (and is then what happens)."""
+    if 2 * len(changes) > max(size, _RECOUNT_ABOVE):
+        return None
+    removed = [c.previous for c in changes if c.previous is not None]
+    added = [c.hypervisor for c in changes if c.type is not ChangeType.DELETED]
+    return removed, added
+
+
+def _group(
+    hypervisors: Iterable[Hypervisor], keys: Callable[[Hypervisor], Iterable[Any]]
+) -> dict[Any, tuple[Hypervisor, ...]]:
+    groups: dict[Any, list[Hypervisor]] = defaultdict(list)
+    for hypervisor in hypervisors:
+        for key in keys(hypervisor):
+            groups[key].append(hypervisor)
+    return {key: tuple(members) for key, members in groups.items()}
+
+
+Listener = Callable[[Snapshot, list[Change]], None]
+
+
+#: Changes above which (and above half the fleet) ledgers are counted afresh.
+_RECOUNT_ABOVE = 256
+#: Changed records after which the store takes the fleet out of the cyclic collector.
+_SETTLE_AFTER = 1000
+
+
+@dataclasses.dataclass(slots=True)
+class Batch:
+    """A parsed set of objects, ready to :meth:`Store.commit`."""
+
+    hypervisors: dict[str, Hypervisor]
+    rejected: dict[str, str]
+    fingerprints: dict[str, str]
+
+    def absorb(self, part: Batch) -> None:
+        """Add a part prepared separately (one page of a LIST) to this set."""
+        self.hypervisors.update(part.hypervisors)
+        self.rejected.update(part.rejected)
+        self.fingerprints.update(part.fingerprints)
+
+
+def _fingerprint(obj: Any) -> str:
+    try:
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        text = repr(obj)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+class Store:
+    """Holds the current :class:`Snapshot` and tells listeners about every change.
+
+    All methods are synchronous and meant to be called from the event loop's
+    thread, so each change is atomic for every reader on that loop.
+    """
+
+    def __init__(self) -> None:
+        self._snapshot = Snapshot(0, ShardedMap(), None)
+        self._listeners: list[Listener] = []
+        self.ready = False
+        #: The source's latest position; bookmarks advance it without a new snapshot.
+        self.resource_version: str | None = None
+        #: Objects the domain could not represent: name (or position) -> reason.
+        self.rejected: dict[str, str] = {}
+        # Records created since the last bulk.settle().
+        self._unsettled = 0
+        # Content fingerprints of the objects that have no resourceVersion.
+        self._fingerprints: dict[str, str] = {}
+        self._journal = Journal()
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(snapshot, changes)`` after every change; returns an unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def mark_ready(self) -> None:
+        """The source has delivered a complete first view of the fleet."""
+        self.ready = True
+
+    def replace(
+        self,
+        objects: Iterable[Any],
+        resource_version: str | None = None,
+        *,
+        versioned: bool = True,
+    ) -> None:
+        """Swap in a complete new set of objects (a relist or a reload).
+
+        Objects missing from the new set are deleted; objects whose resourceVersion
+        (or, without one, whose content) did not change keep their parsed record
+        and cause no change event. ``versioned=False`` says the objects do not come
+        from the API server: a resourceVersion they carry is a copy (a file saved
+        with ``kubectl get -o yaml`` and then edited), so their content decides.
+        """
+        self.commit(self.prepare(objects, versioned=versioned), resource_version)
+
+    async def replace_async(
+        self, objects: Iterable[Any], resource_version: str | None = None
+    ) -> None:
+        """:meth:`replace`, parsing in a worker thread: the event loop keeps serving."""
+        self.commit(await asyncio.to_thread(self.prepare, objects), resource_version)
+
+    def prepare(self, objects: Iterable[Any], start: int = 0, *, versioned: bool = True) -> Batch:
+        """Parse a complete set of objects (or a part of it) without touching the store.
+
+        Safe to run in a worker thread, so that a large relist does not stall the
+        event loop; :meth:`commit` then applies the result on the loop. Parts
+        (pages, numbered from ``start``) are joined with :meth:`Batch.absorb`.
+        """
+        old = self._snapshot.by_name
+        prepared = Batch({}, {}, {})
+        with collector_paused():
+            for position, obj in enumerate(objects, start):
+                hypervisor = self._parse(obj, old, prepared, f"#{position}", versioned=versioned)
+                if hypervisor is not None:
+                    prepared.hypervisors[hypervisor.name] = hypervisor
+        return prepared
+
+    def commit(self, prepared: Batch, resource_version: str | None = None) -> None:
+        """Make a prepared set the store's content, with the change events it implies."""
+        old = self._snapshot.by_name
+        new = prepared.hypervisors
+        self.rejected = prepared.rejected
+        self._fingerprints = prepared.fingerprints
+        changes = [Change(ChangeType.DELETED, h, h) for name, h in old.items() if name not in new]
+        for name, hypervisor in new.items():
+            previous = old.get(name)
+            if previous is None:
+                changes.append(Change(ChangeType.ADDED, hypervisor, None))
+            elif previous is not hypervisor:
+                changes.append(Change(ChangeType.MODIFIED, hypervisor, previous))
+        self._commit(ShardedMap(new), changes, resource_version)
+
+    def upsert(self, obj: Any, resource_version: str | None = None) -> None:
+        """Add or update one object (a watch event)."""
+        old = self._snapshot.by_name
+        prepared = Batch({}, self.rejected, self._fingerprints)
+        hypervisor = self._parse(obj, old, prepared, "?", versioned=True)
+        if hypervisor is None:
+            self._commit(old, [], resource_version)
+            return
+        self.rejected.pop(hypervisor.name, None)
+        previous = old.get(hypervisor.name)
+        if previous is hypervisor:
+            self._commit(old, [], resource_version)
+            return
+        kind = ChangeType.ADDED if previous is None else ChangeType.MODIFIED
+        new = old.set(hypervisor.name, hypervisor)
+        self._commit(new, [Change(kind, hypervisor, previous)], resource_version)
+
+    def delete(self, name: str, resource_version: str | None = None) -> None:
+        """Remove one object by name (a watch event)."""
+        old = self._snapshot.by_name
+        self.rejected.pop(name, None)
+        previous = old.get(name)
+        if previous is None:
+            self._commit(old, [], resource_version)
+            return
+        new = old.delete(name)
+        self._commit(new, [Change(ChangeType.DELETED, previous, previous)], resource_version)
+
+    def advance(self, resource_version: str) -> None:
+        """Record a newer source position with no change to the fleet (a bookmark)."""
+        self._commit(self._snapshot.by_name, [], resource_version)
+
+    def bring_forward(self, tally: Tally, ledger: Ledger, at: Snapshot) -> None:
+        """Carry a ledger counted on ``at`` to the current snapshot, by the journal.
+
+        Called from the thread that counted it: the store may move on meanwhile,
+        so it carries until the snapshot it reached is the current one.
+        """
+        while (current := self._snapshot) is not at:
+            steps = self._journal.since(at.generation, current.generation)
+            if steps is None:
+                return
+            for step in steps:
+                ledger = ledger.apply(*step)
+            ledger = current._ledgers.setdefault(tally, ledger)
+            at = current
+
+    def _parse(
+        self,
+        obj: Any,
+        old: Mapping[str, Hypervisor],
+        prepared: Batch,
+        where: str,
+        *,
+        versioned: bool,
+    ) -> Hypervisor | None:
+        meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+        previous = old.get(name) if isinstance(name, str) else None
+        if (version is None or not versioned) and isinstance(name, str):
+            # Only the API server's resourceVersions change with every write:
+            # without one, the content stands in.
+            fingerprint = _fingerprint(obj)
+            if previous is not None and self._fingerprints.get(name) == fingerprint:
+                prepared.fingerprints[name] = fingerprint
+                return previous
+            prepared.fingerprints[name] = fingerprint
+        elif previous is not None and previous.resource_version == version:
+            return previous
+        try:
+            return parse_hypervisor(obj)
+        except ParseError as error:
+            key = name if isinstance(name, str) and name else where
+            prepared.rejected[key] = str(error)
+            log.warning("skipping Hypervisor object %s: %s", key, error)
+            return None
+
+    def _commit(
+        self, hypervisors: ShardedMap[Hypervisor], changes: list[Change], rv: str | None
+    ) -> None:
+        if rv is not None:
+            self.resource_version = rv
+        if not changes:
+            return
+        old = self._snapshot
+        self._snapshot = Snapshot(old.generation + 1, hypervisors, self.resource_version, self)
+        step = _step(changes, len(hypervisors))
+        self._journal.record(self._snapshot.generation, step)
+        if step is not None:
+            # After the new snapshot is published: a question counting a ledger on the
+            # old one meanwhile either is copied here or sees the new one and carries it.
+            for tally, ledger in old._ledgers.copy().items():
+                self._snapshot._ledgers.setdefault(tally, ledger.apply(*step))
+        # Freeze the fleet's records after a whole new set, and again once enough
+        # single changes have made new ones (see bulk.settle for why).
+        self._unsettled += len(changes)
+        if self._unsettled >= _SETTLE_AFTER:
+            settle()
+            self._unsettled = 0
+        for listener in list(self._listeners):
+            try:
+                listener(self._snapshot, changes)
+            except Exception:
+                log.exception("store listener failed")

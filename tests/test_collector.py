@@ -1,0 +1,42 @@
+"""Pausing the cyclic collector restores whatever state it found."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from gateway.store.collector import collector_paused, settle
+
+
+def test_collector_is_paused_inside_and_restored_after() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_collector_is_restored_when_the_block_fails() -> None:
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
+def test_a_collector_disabled_by_the_caller_stays_disabled() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_settle_freezes_what_is_alive_and_keeps_collecting_new_objects() -> None:
+    gc.unfreeze()
+    try:
+        settle()
+        assert gc.get_freeze_count() > 0
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()

@@ -1,0 +1,52 @@
+"""The demo fleet's plan: the same seed plans the same fleet, and the plan is a region's."""
+
+from __future__ import annotations
+
+import re
+
+from gateway.sources.demo.plan import REGIONS, Fleet
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+def test_the_same_seed_plans_the_same_fleet_and_another_seed_another() -> None:
+    def plan(seed: int) -> list[tuple[str, str, int, list[str]]]:
+        return [
+            (h.name, h.zone, h.memory, [c.uuid for c in h.consumers])
+            for h in Fleet(60, seed, None).hosts()
+        ]
+
+    assert plan(7) == plan(7)
+    assert plan(7) != plan(8)
+
+
+def test_hosts_are_named_once_placed_in_known_zones_and_consumers_are_v4_uuids() -> None:
+    hosts = Fleet(120, 1, 10).hosts()
+    assert len(hosts) == 120
+    assert len({h.name for h in hosts}) == 120
+    zones = {f"{region}{z}" for region, letters in REGIONS.items() for z in letters}
+    assert {h.zone for h in hosts} <= zones
+    uuids = [c.uuid for h in hosts for c in h.consumers]
+    assert uuids and all(UUID.fullmatch(u) for u in uuids)
+
+
+def test_the_rollout_tracks_a_share_of_every_role() -> None:
+    hosts = Fleet(200, 2, None, tracked=0.6).hosts()
+    roles: dict[str, list[bool]] = {}
+    for h in hosts:
+        roles.setdefault(h.role, []).append(h.tracked)
+    assert {"full", "oversubscribed", "new", "maintenance"} <= set(roles)
+    for role, tracked in roles.items():
+        assert sum(tracked) == round(0.6 * len(tracked)), role
+
+
+def test_the_rollout_does_not_replan_the_fleet() -> None:
+    def plan(share: float) -> list[tuple[str, str, str, int]]:
+        return [
+            (h.name, h.role, h.hardware.model, h.memory) for h in Fleet(80, 4, None, share).hosts()
+        ]
+
+    assert plan(0) == plan(0.5) == plan(1)
+    assert [h.tracked for h in Fleet(80, 4, None, 0.5).hosts()] == [
+        h.tracked for h in Fleet(80, 4, None, 0.5).hosts()
+    ]
