@@ -18,8 +18,8 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from decimal import Decimal
 
-from gateway.domain.records import Hypervisor
 from gateway.domain.quantity import CONTEXT
+from gateway.domain.records import Hypervisor
 
 __all__ = ["Cells", "Entry", "Journal", "Ledger", "Step", "Tally", "Vector"]
 
