@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shlex
 import sys
 import tempfile
 from pathlib import Path
 
+from bench import churn
 from bench.report import markdown
 from bench.run import Options, run
 from bench.stats import Summary
@@ -29,9 +31,16 @@ def main() -> int:
     parser.add_argument(
         "--logs", type=Path, help="keep the servers' logs here (default: discarded)"
     )
+    parser.add_argument(
+        "--churn-rates",
+        default="10,100",
+        help="changes/s of the churn phases, comma-separated (default 10,100; empty: none)",
+    )
+    parser.add_argument("--churn-seconds", type=float, default=30, help="seconds per churn phase")
     args = parser.parse_args()
+    rates = [float(r) for r in args.churn_rates.split(",") if r]
 
-    runs = []
+    runs, churned = [], []
     with tempfile.TemporaryDirectory(prefix="hgw-bench-") as tmp:
         logs = args.logs or Path(tmp)
         logs.mkdir(parents=True, exist_ok=True)
@@ -46,12 +55,17 @@ def main() -> int:
                 rps_seconds=args.rps_seconds,
                 workdir=logs,
             )
-            runs.append(run(options, log=lambda m: print(m, file=sys.stderr, flush=True)))
+            log = functools.partial(print, file=sys.stderr, flush=True)
+            runs.append(run(options, log=log))
+            if rates:
+                churned.append(churn.churn(size, rates, args.churn_seconds, logs, log))
             report = markdown(runs, "python -m bench " + shlex.join(sys.argv[1:]))
+            if churned:
+                report += "\n\n## Under churn\n\n" + churn.markdown(churned)
             if args.output:
                 args.output.write_text(report + "\n")
                 raw = args.output.with_suffix(".json")
-                raw.write_text(json.dumps(runs, default=_plain, indent=1))
+                raw.write_text(json.dumps([*runs, *churned], default=_plain, indent=1))
     print(report)
     return 0
 

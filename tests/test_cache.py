@@ -21,6 +21,12 @@ from gateway.http.cache import BoundedMemoryCache, ResponseCache, redis_backend
 from tests import fleet
 from tests.support import StaticSource, serve
 
+ONE_HOST = 'query($n: String!) { hypervisor(name: $n) { name resource(name: "cpu") { free } } }'
+#: A lookup whose answer reaches beyond its host: the consumers' other hosts.
+REACHING = (
+    '{ hypervisor(name: "node-a") { bookings { ... on ConsumerBooking { hypervisor { name } '
+    "consumer { bookings { resources { name amount } } } } } } }"
+)
 QUERY = '{ fleetCapacity { resource(name: "cpu") { free booked } } hypervisors { nodes { name resource(name: "cpu") { free } } } }'
 
 
@@ -100,6 +106,29 @@ async def test_a_store_change_is_seen_at_once() -> None:
         assert after["data"]["hypervisors"]["nodes"][1]["resource"]["free"] == "50"
 
 
+async def test_an_answer_about_one_host_outlives_changes_of_others() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        first = await gateway.ask(ONE_HOST, n="node-a")
+        await gateway.ask(ONE_HOST, n="node-x")  # not there: valid while it is not
+        gateway.store.upsert(with_cpu("node-b", 10, "2"))
+        assert await gateway.ask(ONE_HOST, n="node-a") == first
+        await gateway.ask(ONE_HOST, n="node-x")
+        assert gateway.cache.stats.hits == 2
+        gateway.store.upsert(with_cpu("node-a", 10, "3"))
+        assert await gateway.ask(ONE_HOST, n="node-a") != first
+        assert gateway.cache.stats.hits == 2
+
+
+async def test_an_answer_that_read_the_fleet_ends_with_any_change() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        before = await gateway.ask(REACHING)
+        migrating = with_cpu("node-b", 10, "2")  # C3, booked on node-a too, grows on node-b
+        migrating["spec"]["bookings"][0]["consumer"]["resources"]["cpu"] = "5"
+        gateway.store.upsert(migrating)
+        assert await gateway.ask(REACHING) != before
+        assert gateway.cache.stats.hits == 0
+
+
 async def test_errors_are_never_cached() -> None:
     async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
         for _ in range(2):
@@ -160,7 +189,11 @@ async def test_memory_cache_reads_what_aiocache_stores() -> None:
                 st.just("change"), st.sampled_from(["node-a", "node-b"]), st.integers(1, 300)
             ),
             st.tuples(st.just("delete"), st.sampled_from(["node-a", "node-b", "node-c"])),
-            st.tuples(st.just("query"), st.sampled_from([QUERY, "{ consumers { totalCount } }"])),
+            st.tuples(
+                st.just("query"),
+                st.sampled_from([QUERY, "{ consumers { totalCount } }", REACHING]),
+            ),
+            st.tuples(st.just("host"), st.sampled_from(["node-a", "node-b", "node-c"])),
         ),
         max_size=30,
     )
@@ -175,6 +208,9 @@ def test_cache_never_answers_older_than_the_store(steps: list[tuple[Any, ...]]) 
                     gateway.store.upsert(with_cpu(step[1], step[2], str(version)))
                 elif step[0] == "delete":
                     gateway.store.delete(step[1])
+                elif step[0] == "host":
+                    answer = json.loads(await gateway.ask(ONE_HOST, n=step[1]))
+                    assert answer["data"] == gateway.truth(ONE_HOST, n=step[1])
                 else:
                     answer = json.loads(await gateway.ask(step[1]))
                     assert answer["data"] == gateway.truth(step[1])

@@ -29,7 +29,7 @@ from gateway.api.scalars import (
 from gateway.api.totals import FleetGrouping
 from gateway.domain import flavors
 from gateway.domain import slots as counted
-from gateway.domain.fleet import Grouping
+from gateway.domain.fleet import Grouping, group_keys
 from gateway.domain.records import Amounts
 
 __all__ = ["Flavor", "SlotGroup", "flavor_slots"]
@@ -102,7 +102,7 @@ class SlotGroup:
 
     @strawberry.field(description="Hosts in the group.")
     def hosts(self, root: strawberry.Parent[counted.SlotGroup]) -> int:
-        return len(root.hosts)
+        return root.host_count
 
     @strawberry.field(description="Per-host slots, in name order.")
     def hypervisors(self, root: strawberry.Parent[counted.SlotGroup]) -> list[HostSlots]:
@@ -186,10 +186,23 @@ def _groups(
     view: CapacityView,
     flavor: str | None,
 ) -> list[counted.SlotGroup]:
-    hosts = apply_filter(info.context.snapshot, where)
-    try:
-        return counted.slot_groups(
-            hosts, request, Grouping(group_by.value), domain_view(view), flavor
+    snapshot, catalog, grouping = (
+        info.context.snapshot,
+        info.context.catalog,
+        Grouping(group_by.value),
+    )
+    if where is None and flavor is not None and catalog.get(flavor) is not None:
+        # The whole fleet's slots of every catalog flavor are kept per change.
+        requests = [(f.name, f.resources) for f in catalog.flavors]
+        tally = counted.SlotTally.of(requests, domain_view(view), grouping)
+        keys = group_keys(grouping)
+        return counted.read_groups(
+            snapshot.ledger(tally),
+            flavor,
+            lambda key: [h for h in snapshot.ordered if key in keys(h)],
         )
+    hosts = apply_filter(snapshot, where)
+    try:
+        return counted.slot_groups(hosts, request, grouping, domain_view(view), flavor)
     except ValueError as error:
         raise GraphQLError(f"slots: {error}", extensions=_BAD) from error

@@ -6,7 +6,9 @@ from collections.abc import Callable
 
 from gateway.api.budget import Budget
 from gateway.domain.flavors import NO_CATALOG, Catalog
+from gateway.domain.records import Hypervisor
 from gateway.store.feed import Feed
+from gateway.store.reads import Reads
 from gateway.store.source import SyncStatus
 from gateway.store.store import Snapshot, Store
 
@@ -23,6 +25,8 @@ class Context:
     """
 
     __slots__ = (
+        "_hosts_read",
+        "_read_fleet",
         "_snapshot",
         "budget",
         "catalog",
@@ -65,11 +69,31 @@ class Context:
         self.connection_params: object = None
         #: What the operation may still spend (see gateway.api.budget); None: no limit.
         self.budget: Budget | None = None
+        self._read_fleet = False
+        self._hosts_read: dict[str, Hypervisor | None] = {}
 
     @property
     def snapshot(self) -> Snapshot:
+        """The fleet, for a resolver: its answer now depends on every host."""
+        self._read_fleet = True
+        return self.pinned
+
+    @property
+    def pinned(self) -> Snapshot:
+        """The snapshot, for the transport (cache keys, cost): recorded as no read."""
         # Not `or`: an empty fleet's snapshot is falsy, and it is pinned all the same.
         return self.store.snapshot if self._snapshot is None else self._snapshot
+
+    def host(self, name: str) -> Hypervisor | None:
+        """One hypervisor by name, for a resolver: its answer depends on this host only."""
+        record = self._hosts_read[name] = self.pinned.by_name.get(name)
+        return record
+
+    def reads(self) -> Reads:
+        """What the resolvers read so far, for the cache (gateway.store.reads)."""
+        if self._read_fleet:
+            return Reads(self.pinned.generation)
+        return Reads(None, tuple(self._hosts_read.items()))
 
     def for_operation(self) -> Context:
         """A context pinned to the current snapshot, for one query.

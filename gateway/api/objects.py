@@ -44,7 +44,9 @@ __all__ = [
 
 
 def _hypervisor(info: Info[Context, None], name: str) -> domain.Hypervisor:
-    return info.context.snapshot.by_name[name]
+    record = info.context.host(name)
+    assert record is not None, "a booking's hypervisor is in the booking's snapshot"
+    return record
 
 
 @strawberry.type(description="A consumer's booking on one hypervisor (spec.bookings[].consumer).")

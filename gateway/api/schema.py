@@ -143,7 +143,7 @@ class Query:
         info: Info[Context, None],
         name: Annotated[str, strawberry.argument(description="Object name.")],
     ) -> Hypervisor | None:
-        return info.context.snapshot.by_name.get(name)  # type: ignore[return-value]
+        return info.context.host(name)  # type: ignore[return-value]
 
     @strawberry.field(description="Hypervisors matching a filter, ordered and paged.")
     def hypervisors(

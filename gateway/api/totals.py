@@ -87,17 +87,13 @@ class FleetGroup:
         "(and for the single group of NONE)."
     )
 
-    @strawberry.field(description="Number of hypervisors in the group.")
-    def hypervisor_count(self, root: strawberry.Parent[fleet.FleetGroup]) -> int:
-        return len(root.hypervisors)
-
-    @strawberry.field(description="Hosts in the group whose bookings are tracked.")
-    def tracked_hosts(self, root: strawberry.Parent[fleet.FleetGroup]) -> int:
-        return sum(1 for h in root.hypervisors if h.bookings_tracked)
-
-    @strawberry.field(description="Hosts in the group whose bookings are not tracked.")
-    def untracked_hosts(self, root: strawberry.Parent[fleet.FleetGroup]) -> int:
-        return sum(1 for h in root.hypervisors if not h.bookings_tracked)
+    hypervisor_count: int = strawberry.field(description="Number of hypervisors in the group.")
+    tracked_hosts: int = strawberry.field(
+        description="Hosts in the group whose bookings are tracked."
+    )
+    untracked_hosts: int = strawberry.field(
+        description="Hosts in the group whose bookings are not tracked."
+    )
 
     @strawberry.field(description="Per-resource totals.")
     def resources(self, root: strawberry.Parent[fleet.FleetGroup]) -> list[FleetResource]:
@@ -115,6 +111,12 @@ class FleetGroup:
 def fleet_groups(
     snapshot: Snapshot, where: HypervisorFilter | None, group_by: FleetGrouping | None
 ) -> list[fleet.FleetGroup]:
-    """Totals of the hosts ``where`` selects in ``snapshot``, grouped."""
+    """Totals of the hosts ``where`` selects in ``snapshot``, grouped.
+
+    The whole fleet's are kept per change (the snapshot's ledger); a filter's
+    hosts are counted for the question.
+    """
     grouping = fleet.Grouping((group_by or FleetGrouping.NONE).value)
+    if where is None:
+        return fleet.fleet_groups(snapshot.ledger(fleet.tally(grouping)), grouping)
     return fleet.fleet_capacity(apply_filter(snapshot, where), grouping)

@@ -6,6 +6,10 @@ capacity, allocated, available and used over the hosts that know them; a figure 
 host knows is None, never zero. ``unknown_capacity_hosts`` counts the hosts of the
 group whose capacity is unknown, so that a dashboard can say how much of the fleet
 the totals cover instead of silently treating the rest as empty.
+
+The totals are sums kept in a :class:`~gateway.domain.ledger.Ledger`: the store keeps
+the whole fleet's per change (:meth:`gateway.store.store.Snapshot.ledger`), a filtered
+question counts its hosts' from scratch, and both read them the same way.
 """
 
 from __future__ import annotations
@@ -13,15 +17,26 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 
+from gateway.domain.ledger import Cells, Entry, Ledger, Tally, Vector
 from gateway.domain.quantity import CONTEXT
 from gateway.domain.records import Hypervisor, ResourceCapacity
 
 ZERO = Decimal(0)
 
-__all__ = ["FleetGroup", "FleetResource", "Grouping", "fleet_capacity", "group"]
+__all__ = [
+    "FleetGroup",
+    "FleetResource",
+    "Grouping",
+    "fleet_capacity",
+    "fleet_groups",
+    "group",
+    "group_keys",
+    "ordered_keys",
+    "tally",
+]
 
 
 class Grouping(enum.Enum):
@@ -67,8 +82,14 @@ class FleetResource:
 @dataclasses.dataclass(frozen=True, slots=True)
 class FleetGroup:
     key: str | None
-    hypervisors: tuple[Hypervisor, ...]
+    #: Hosts in the group, and how many of them have their bookings tracked.
+    hypervisor_count: int
+    tracked_hosts: int
     resources: dict[str, FleetResource]
+
+    @property
+    def untracked_hosts(self) -> int:
+        return self.hypervisor_count - self.tracked_hosts
 
 
 def group(
@@ -85,62 +106,112 @@ def group(
     for hypervisor in hypervisors:
         for key in _KEYS[grouping](hypervisor):
             members[key].append(hypervisor)
-    ordered = sorted(members, key=lambda k: (k is None, k or ""))
-    return [(k, members[k]) for k in ordered]
+    return [(k, members[k]) for k in ordered_keys(members)]
+
+
+def ordered_keys(keys: Iterable[str | None]) -> list[str | None]:
+    """Group keys in the order answers list them: by key, hosts without the key last."""
+    return sorted(keys, key=lambda k: (k is None, k or ""))
+
+
+def group_keys(grouping: Grouping) -> Callable[[Hypervisor], Iterable[str | None]]:
+    """The keys of the groups a host belongs to under ``grouping``."""
+    return _KEYS[grouping]
 
 
 def fleet_capacity(hypervisors: Iterable[Hypervisor], grouping: Grouping) -> list[FleetGroup]:
     """Groups (ordered by key, hosts without the key last) with per-resource totals."""
-    return [
-        FleetGroup(k, tuple(hosts), _totals(hosts)) for k, hosts in group(hypervisors, grouping)
-    ]
+    return fleet_groups(Ledger.of(tally(grouping), hypervisors), grouping)
 
 
-def _totals(hypervisors: list[Hypervisor]) -> dict[str, FleetResource]:
-    per_resource: dict[str, list[ResourceCapacity]] = defaultdict(list)
-    for hypervisor in hypervisors:
-        for resource in hypervisor.resources.values():
-            per_resource[resource.name].append(resource)
-    tracked = sum(1 for h in hypervisors if h.bookings_tracked)
-    return {
-        name: _total(name, rows, tracked, len(hypervisors))
-        for name, rows in sorted(per_resource.items())
+def tally(grouping: Grouping) -> Tally:
+    """What one host adds to the totals of its groups: the ledger of ``grouping``."""
+    return _TALLIES[grouping]
+
+
+def fleet_groups(ledger: Ledger, grouping: Grouping) -> list[FleetGroup]:
+    """The totals a ledger of :func:`tally` keeps, as :func:`fleet_capacity` gives them."""
+    groups = ledger.groups
+    if grouping is Grouping.NONE and not groups:
+        return [FleetGroup(None, 0, 0, {})]
+    return [_group(key, groups[key]) for key in ordered_keys(groups)]  # type: ignore[arg-type]
+
+
+# A host's figures as ledger vectors. Per group: (hosts, tracked hosts). Per resource:
+# hosts that have it, then (known, sum) of each figure in _FIGURES, then overcommitted,
+# and (known, used, capacity) over the rows that know both used and capacity.
+_FIGURES = ("physical", "reserved", "capacity", "booked", "free", "allocated", "available", "used")
+_PAIRS = [(1 + 2 * i, 2 + 2 * i) for i in range(len(_FIGURES))]
+_OVERCOMMITTED = 1 + 2 * len(_FIGURES)
+_BOTH = _OVERCOMMITTED + 1
+ONE = Decimal(1)
+_UNKNOWN = (ZERO, ZERO)
+
+
+def _row(resource: ResourceCapacity) -> Vector:
+    row = [ONE]
+    for figure in _FIGURES:
+        value = getattr(resource, figure)
+        row += _UNKNOWN if value is None else (ONE, value)
+    row.append(ONE if resource.overcommitted else ZERO)
+    used, capacity = resource.used, resource.capacity
+    if used is None or capacity is None:
+        row += (ZERO, ZERO, ZERO)
+    else:
+        row += (ONE, used, capacity)
+    return tuple(row)
+
+
+def _tally_by(keys: Callable[[Hypervisor], Iterable[str | None]]) -> Tally:
+    def entries(hypervisor: Hypervisor) -> Iterator[Entry]:
+        hosts = (ONE, ONE if hypervisor.bookings_tracked else ZERO)
+        rows = [(name, _row(resource)) for name, resource in hypervisor.resources.items()]
+        for key in keys(hypervisor):
+            yield key, None, hosts
+            for name, row in rows:
+                yield key, name, row
+
+    return entries
+
+
+_TALLIES = {grouping: _tally_by(keys) for grouping, keys in _KEYS.items()}
+
+
+def _group(key: str | None, cells: Cells) -> FleetGroup:
+    hosts, tracked = (int(n) for n in cells[None])
+    names = sorted(n for n in cells if isinstance(n, str))
+    resources = {name: _total(name, cells[name], tracked, hosts) for name in names}
+    return FleetGroup(key, hosts, tracked, resources)
+
+
+def _total(name: str, row: Vector, tracked: int, hosts: int) -> FleetResource:
+    sums = {
+        f: row[total] if row[known] else None
+        for f, (known, total) in zip(_FIGURES, _PAIRS, strict=True)
     }
-
-
-def _total(name: str, rows: list[ResourceCapacity], tracked: int, hosts: int) -> FleetResource:
     # A tracked host without this resource has booked and reserved none of it: 0, known.
     nothing_booked = ZERO if tracked else None
-    both = [r for r in rows if r.used is not None and r.capacity is not None]
-    used_of_both = _sum(r.used for r in both)
-    capacity_of_both = _sum(r.capacity for r in both)
+    both, used_of_both, capacity_of_both = row[_BOTH : _BOTH + 3]
     return FleetResource(
         name=name,
-        hypervisors=len(rows),
+        hypervisors=int(row[0]),
         tracked_hosts=tracked,
         untracked_hosts=hosts - tracked,
-        physical=_sum(r.physical for r in rows),
-        reserved=_sum((r.reserved for r in rows), nothing_booked),
-        capacity=_sum(r.capacity for r in rows),
-        booked=_sum((r.booked for r in rows), nothing_booked),
-        free=_sum(r.free for r in rows),
-        allocated=_sum(r.allocated for r in rows),
-        available=_sum(r.available for r in rows),
-        used=_sum(r.used for r in rows),
-        unknown_capacity_hosts=hosts - sum(1 for r in rows if r.capacity is not None),
-        overcommitted_hosts=sum(1 for r in rows if r.overcommitted),
+        physical=sums["physical"],
+        reserved=_or(sums["reserved"], nothing_booked),
+        capacity=sums["capacity"],
+        booked=_or(sums["booked"], nothing_booked),
+        free=sums["free"],
+        allocated=sums["allocated"],
+        available=sums["available"],
+        used=sums["used"],
+        unknown_capacity_hosts=hosts - int(row[_PAIRS[2][0]]),
+        overcommitted_hosts=int(row[_OVERCOMMITTED]),
         utilization=(
-            CONTEXT.divide(used_of_both, capacity_of_both)
-            if used_of_both is not None and capacity_of_both
-            else None
+            CONTEXT.divide(used_of_both, capacity_of_both) if both and capacity_of_both else None
         ),
     )
 
 
-def _sum(values: Iterable[Decimal | None], start: Decimal | None = None) -> Decimal | None:
-    """The exact sum of the known values; ``start`` (None: unknown) when none is known."""
-    total = start
-    for value in values:
-        if value is not None:
-            total = value if total is None else CONTEXT.add(total, value)
-    return total
+def _or(value: Decimal | None, default: Decimal | None) -> Decimal | None:
+    return default if value is None else value

@@ -5,9 +5,13 @@ the store makes every older entry unreachable at once: no invalidation, no
 prefix deletes, no window in which a stale answer can be read. Old entries age
 out by size (memory) or TTL (Redis).
 
-Which version goes into the key depends on who shares the cache:
+Which version decides depends on who shares the cache:
 
-* in memory (one replica), the store generation, which grows on every change;
+* in memory (one replica), what the answer read (:mod:`gateway.store.reads`): the
+  store generation, which grows on every change, for an answer that read the
+  fleet; the records of the hosts it read by name for one that read only those,
+  so that under churn an answer about one host lives until that host changes.
+  The reads are kept beside the key, and checked before the answer is served;
 * in Redis (several replicas, each with its own informer), the resourceVersion
   the snapshot was taken at. Replicas that have applied the same events up to
   the same resourceVersion hold the same fleet, so they can share answers. A
@@ -35,6 +39,7 @@ from aiocache.base import BaseCache
 from aiocache.serializers import BaseSerializer
 
 from gateway import __version__
+from gateway.store.reads import Reads
 from gateway.store.store import Snapshot
 
 __all__ = ["BoundedMemoryCache", "CacheStats", "ResponseCache", "digest", "redis_backend"]
@@ -187,14 +192,27 @@ class ResponseCache:
         self.stats = CacheStats()
         self._instance = uuid.uuid4().hex
         self._down_until = 0.0
+        # In memory: key -> what its answer read, as many as the backend holds answers.
+        self._reads: OrderedDict[str, Reads] = OrderedDict()
+        self._max_reads = getattr(backend, "max_entries", 1000)
 
     def key(self, digest: str, snapshot: Snapshot) -> str:
         """The cache key of a request (its :func:`digest`) against one snapshot."""
-        if self.shared and snapshot.resource_version is not None:
+        if not self.shared:
+            return f"{self._instance}:{digest}"
+        if snapshot.resource_version is not None:
             return f"rv:{snapshot.resource_version}:{digest}"
         return f"{self._instance}:{snapshot.generation}:{digest}"
 
-    async def get(self, key: str) -> bytes | None:
+    async def get(self, key: str, snapshot: Snapshot | None = None) -> bytes | None:
+        """The answer filed under ``key``; in memory, only while what it read is the same
+        in ``snapshot``."""
+        if not self.shared:
+            reads = self._reads.get(key)
+            if reads is None or snapshot is None or not reads.valid(snapshot):
+                self.stats.misses += 1
+                return None
+            self._reads.move_to_end(key)
         if time.monotonic() < self._down_until:
             self.stats.misses += 1
             return None
@@ -211,9 +229,17 @@ class ResponseCache:
         self.stats.hits += 1
         return bytes(value)
 
-    async def set(self, key: str, value: bytes) -> None:
+    async def set(self, key: str, value: bytes, reads: Reads | None = None) -> None:
+        """File an answer; in memory, with what it read (none given: the fleet)."""
         if time.monotonic() < self._down_until or len(value) > self.max_entry_bytes:
             return
+        if not self.shared:
+            if reads is None:
+                return
+            self._reads[key] = reads
+            self._reads.move_to_end(key)
+            while len(self._reads) > self._max_reads:
+                self._reads.popitem(last=False)
         try:
             await self.backend.set(key, value, ttl=self.ttl)
         except Exception as error:

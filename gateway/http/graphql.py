@@ -148,8 +148,8 @@ class GraphQLEndpoint:
         context = self.context(request)
         key = None
         if self.cache is not None and text is not None:
-            key = self.cache.key(prepared.digest(text), context.snapshot)
-            if (cached := await self.cache.get(key)) is not None:
+            key = self.cache.key(prepared.digest(text), context.pinned)
+            if (cached := await self.cache.get(key, context.pinned)) is not None:
                 request.state.outcome = "ok"
                 return Answer(200, cached, media_type)
         if self.operations.is_lookup(params.query):
@@ -158,7 +158,7 @@ class GraphQLEndpoint:
             )
             body, failed = self._finish(result, request_id)
         else:
-            self.operations.check_cost(prepared, context.snapshot)
+            self.operations.check_cost(prepared, context.pinned)
             body, failed = await self.execution.run(
                 prepared.document,
                 context,
@@ -168,7 +168,7 @@ class GraphQLEndpoint:
             )
         request.state.outcome = "error" if failed else "ok"
         if self.cache is not None and key is not None and not failed:
-            await self.cache.set(key, body)
+            await self.cache.set(key, body, context.reads())
         return Answer(200, body, media_type)
 
     def _finish(self, result: ExecutionResult, request_id: str) -> tuple[bytes, bool]:

@@ -87,7 +87,7 @@ class Streams:
         try:
             prepared = self.operations.prepare_params(params)
             self.operations.validate(params.query)
-            self.operations.check_cost(prepared, context.snapshot)
+            self.operations.check_cost(prepared, context.pinned)
         except RequestError as error:
             yield PreExecutionError(data=None, errors=error.errors)
             return

@@ -9,6 +9,11 @@ copies a shard of the map by name, not the whole fleet (:mod:`gateway.store.shar
 Indexes (by consumer, zone, aggregate, trait) are built lazily, once per
 snapshot, by the first query that needs them: under churn a snapshot nobody
 queries costs no indexing at all.
+
+Sums over the whole fleet (fleet totals, slots per flavor) are kept in ledgers
+(:mod:`gateway.domain.ledger`): the first question counts one from the fleet, and every
+later snapshot carries it forward by the changes that made it, so that under
+churn a question reads sums instead of recounting every host.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from typing import Any
 
+from gateway.domain.ledger import Journal, Ledger, Step, Tally
 from gateway.domain.parse import ParseError, parse_hypervisor
 from gateway.domain.records import ConsumerBooking, Hypervisor
 from gateway.store.collector import collector_paused, settle
@@ -53,12 +59,34 @@ class Snapshot:
     """An immutable view of the fleet at one store generation."""
 
     def __init__(
-        self, generation: int, hypervisors: ShardedMap[Hypervisor], resource_version: str | None
+        self,
+        generation: int,
+        hypervisors: ShardedMap[Hypervisor],
+        resource_version: str | None,
+        store: Store | None = None,
     ) -> None:
         self.generation = generation
         self.by_name = hypervisors
         #: The source's position at this change (a list or event resourceVersion).
         self.resource_version = resource_version
+        self._ledgers: dict[Tally, Ledger] = {}
+        self._store = store
+
+    @property
+    def origin(self) -> Store | None:
+        """The store that made this snapshot (None for a store's empty first one)."""
+        return self._store
+
+    def ledger(self, tally: Tally) -> Ledger:
+        """The sums ``tally`` keeps over this fleet: carried forward from the previous
+        snapshot's by the store, or counted here by the first question that needs them
+        (and then handed on to the snapshots the store made meanwhile)."""
+        found = self._ledgers.get(tally)
+        if found is None:
+            found = self._ledgers.setdefault(tally, Ledger.of(tally, self.by_name.values()))
+            if self._store is not None:
+                self._store.bring_forward(tally, found, self)
+        return found
 
     def __len__(self) -> int:
         return len(self.by_name)
@@ -92,6 +120,16 @@ class Snapshot:
         return _group(self.ordered, lambda h: {t.name for t in h.traits})
 
 
+def _step(changes: list[Change], size: int) -> Step | None:
+    """The records a change set removes and adds; None when recounting a fleet of
+    ``size`` costs less than carrying sums through it (and is then what happens)."""
+    if 2 * len(changes) > max(size, _RECOUNT_ABOVE):
+        return None
+    removed = [c.previous for c in changes if c.previous is not None]
+    added = [c.hypervisor for c in changes if c.type is not ChangeType.DELETED]
+    return removed, added
+
+
 def _group(
     hypervisors: Iterable[Hypervisor], keys: Callable[[Hypervisor], Iterable[Any]]
 ) -> dict[Any, tuple[Hypervisor, ...]]:
@@ -105,6 +143,8 @@ def _group(
 Listener = Callable[[Snapshot, list[Change]], None]
 
 
+#: Changes above which (and above half the fleet) ledgers are counted afresh.
+_RECOUNT_ABOVE = 256
 #: Changed records after which the store takes the fleet out of the cyclic collector.
 _SETTLE_AFTER = 1000
 
@@ -151,6 +191,7 @@ class Store:
         self._unsettled = 0
         # Content fingerprints of the objects that have no resourceVersion.
         self._fingerprints: dict[str, str] = {}
+        self._journal = Journal()
 
     @property
     def snapshot(self) -> Snapshot:
@@ -251,6 +292,21 @@ class Store:
         """Record a newer source position with no change to the fleet (a bookmark)."""
         self._commit(self._snapshot.by_name, [], resource_version)
 
+    def bring_forward(self, tally: Tally, ledger: Ledger, at: Snapshot) -> None:
+        """Carry a ledger counted on ``at`` to the current snapshot, by the journal.
+
+        Called from the thread that counted it: the store may move on meanwhile,
+        so it carries until the snapshot it reached is the current one.
+        """
+        while (current := self._snapshot) is not at:
+            steps = self._journal.since(at.generation, current.generation)
+            if steps is None:
+                return
+            for step in steps:
+                ledger = ledger.apply(*step)
+            ledger = current._ledgers.setdefault(tally, ledger)
+            at = current
+
     def _parse(
         self,
         obj: Any,
@@ -289,8 +345,15 @@ class Store:
             self.resource_version = rv
         if not changes:
             return
-        generation = self._snapshot.generation + 1
-        self._snapshot = Snapshot(generation, hypervisors, self.resource_version)
+        old = self._snapshot
+        self._snapshot = Snapshot(old.generation + 1, hypervisors, self.resource_version, self)
+        step = _step(changes, len(hypervisors))
+        self._journal.record(self._snapshot.generation, step)
+        if step is not None:
+            # After the new snapshot is published: a question counting a ledger on the
+            # old one meanwhile either is copied here or sees the new one and carries it.
+            for tally, ledger in old._ledgers.copy().items():
+                self._snapshot._ledgers.setdefault(tally, ledger.apply(*step))
         # Freeze the fleet's records after a whole new set, and again once enough
         # single changes have made new ones (see bulk.settle for why).
         self._unsettled += len(changes)

@@ -1,0 +1,114 @@
+"""Running sums per group of hosts: kept up to date per change, not recounted per question.
+
+Fleet totals and slot counts are sums over hosts. Under churn (every node agent
+writes its status about once a minute: 83 changes/s at 5,000 hosts) recounting
+them from every host for every question costs a pass over the fleet per answer;
+keeping them costs, per change, the changed host's own figures: subtract what
+the host added before, add what it adds now. Exact decimals make this exact, as
+long as every sum also counts its terms, so that a sum whose last known term
+went away is unknown again rather than a zero.
+
+A :class:`Ledger` is immutable, as snapshots are: :meth:`Ledger.apply` returns a
+new one that shares every group the change did not touch.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable
+from decimal import Decimal
+
+from gateway.domain.quantity import CONTEXT
+from gateway.domain.records import Hypervisor
+
+__all__ = ["Cells", "Entry", "Journal", "Ledger", "Step", "Tally", "Vector"]
+
+#: Numbers summed together, element by element; element 0 counts the hosts in the sum.
+Vector = tuple[Decimal, ...]
+#: What one host adds to one cell: (group key, cell key, its numbers).
+Entry = tuple[Hashable, Hashable, Vector]
+#: A host's entries. Must be a pure function of the host, and hashable: it names the ledger.
+Tally = Callable[[Hypervisor], Iterable[Entry]]
+#: Cell key -> the sums of one group.
+Cells = dict[Hashable, Vector]
+
+
+class Ledger:
+    """Sums per group and cell of what ``tally`` says of each host."""
+
+    __slots__ = ("groups", "tally")
+
+    def __init__(self, tally: Tally, groups: dict[Hashable, Cells]) -> None:
+        self.tally = tally
+        #: Group key -> cell key -> sums; a cell (and a group) without hosts is absent.
+        self.groups = groups
+
+    @classmethod
+    def of(cls, tally: Tally, hypervisors: Iterable[Hypervisor]) -> Ledger:
+        """The sums over ``hypervisors``, counted from scratch."""
+        groups: dict[Hashable, Cells] = {}
+        for hypervisor in hypervisors:
+            for key, cell, vector in tally(hypervisor):
+                cells = groups.get(key)
+                if cells is None:
+                    cells = groups[key] = {}
+                known = cells.get(cell)
+                cells[cell] = vector if known is None else tuple(map(CONTEXT.add, known, vector))
+        return cls(tally, groups)
+
+    def apply(self, removed: Iterable[Hypervisor], added: Iterable[Hypervisor]) -> Ledger:
+        """These sums without the ``removed`` records (each one counted here) and with
+        the ``added`` ones: a change's previous and new states."""
+        groups = dict(self.groups)
+        copied: set[Hashable] = set()
+
+        def cells_of(key: Hashable) -> Cells:
+            if key not in copied:
+                copied.add(key)
+                groups[key] = dict(groups.get(key, {}))
+            return groups[key]
+
+        for hypervisor in removed:
+            for key, cell, vector in self.tally(hypervisor):
+                cells = cells_of(key)
+                left = tuple(map(CONTEXT.subtract, cells[cell], vector))
+                if left[0]:
+                    cells[cell] = left
+                else:
+                    del cells[cell]
+        for hypervisor in added:
+            for key, cell, vector in self.tally(hypervisor):
+                cells = cells_of(key)
+                known = cells.get(cell)
+                cells[cell] = vector if known is None else tuple(map(CONTEXT.add, known, vector))
+        for key in copied:
+            if not groups[key]:
+                del groups[key]
+        return Ledger(self.tally, groups)
+
+
+Step = tuple[list[Hypervisor], list[Hypervisor]]
+
+
+class Journal:
+    """The last changes, by the generation they made: (records removed, records added).
+
+    A ledger counted on a snapshot that the store has moved past meanwhile (under
+    churn, a recount of the fleet outlasts many changes) is brought up to date
+    with them instead of being counted again on the next snapshot. Bounded: the
+    journal holds the old records of its changes alive. A large change set is
+    recorded as a gap, across which nothing is carried.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._entries: deque[tuple[int, Step | None]] = deque(maxlen=size)
+
+    def record(self, generation: int, step: Step | None) -> None:
+        self._entries.append((generation, step))
+
+    def since(self, generation: int, until: int) -> list[Step] | None:
+        """The steps after ``generation`` up to ``until``; None when some are not known."""
+        steps = [s for g, s in list(self._entries) if generation < g <= until]
+        if len(steps) != until - generation or None in steps:
+            return None
+        return steps  # type: ignore[return-value]
