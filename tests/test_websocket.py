@@ -74,15 +74,20 @@ async def test_every_limit_reads_the_same_over_both_transports(protocol: str) ->
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_a_query_runs_off_the_event_loop_and_stops_at_its_deadline(protocol: str) -> None:
-    limits = Limits(max_seconds=0.5)
+    limits = Limits(max_seconds=2.0)
     async with run_server(generate(1500, bookings_per_host=40), limits=limits) as (address, _):
         query = asyncio.create_task(ws_errors(address, protocol, HEAVY))
+        answered = 0
         async with httpx.AsyncClient() as client:
             while not query.done():
                 started = time.monotonic()
                 assert (await client.get(f"http://{address}/healthz")).status_code == 200
-                assert time.monotonic() - started < 0.3
-        assert await query == ["query took longer than the limit of 0.5 s"]
+                # On the event loop the query would hold /healthz for its whole 2 s; a
+                # collection of a test run's heap may pause every thread for a moment.
+                assert time.monotonic() - started < 1.0
+                answered += 1
+        assert await query == ["query took longer than the limit of 2 s"]
+        assert answered >= 2  # the loop answered while the query ran
         cpu = time.process_time()
         await asyncio.sleep(1.0)  # the window CPU time is measured over
         assert time.process_time() - cpu < 0.3
