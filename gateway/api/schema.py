@@ -33,15 +33,11 @@ from gateway.api.subscriptions import Subscription
 from gateway.api.totals import FleetGroup, FleetGrouping, fleet_groups
 from gateway.store.source import SyncStatus as SyncStatusRecord
 
-__all__ = ["LIVE_FIELDS", "LOOKUP_FIELDS", "build_schema", "schema", "sdl"]
+__all__ = ["LIVE_FIELDS", "build_schema", "schema", "sdl"]
 
 #: Fields answered from the source's live status, not from the store snapshot:
 #: answers that read them are never taken from the response cache.
 LIVE_FIELDS = frozenset({"syncStatus"})
-
-#: Root fields that find one object by its key: a query of these alone, reading no
-#: list, is answered on the event loop (see gateway.http.operations).
-LOOKUP_FIELDS = frozenset({"hypervisor", "consumer", "placementProvider", "syncStatus"})
 
 
 FilterArg = Annotated[
