@@ -100,6 +100,16 @@ async def run_server(
         await task
 
 
+class Clock:
+    """A clock the test moves, instead of waiting out a TTL or a retry interval."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 async def eventually(
     condition: Callable[[], Awaitable[bool] | bool], within: float = 5.0, interval: float = 0.01
 ) -> None:
