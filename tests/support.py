@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -128,6 +129,22 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition still false after {within}s")
         await asyncio.sleep(interval)
+
+
+def wait_until_ready(url: str, process: subprocess.Popen[Any], within: float = 30.0) -> None:
+    """Wait until a gateway process answers ``url``/readyz with 200.
+
+    Fails at once if the process exits, and after ``within`` seconds. A separate
+    process has no event to wait on: its answer is the state, looked at every 0.1 s.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        assert process.poll() is None, f"the gateway exited with {process.returncode}"
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{url}/readyz").status_code == 200:
+                return
+        assert time.monotonic() < deadline, f"the gateway was not ready within {within} s"
+        time.sleep(0.1)
 
 
 async def listening(address: str, streams: int = 1) -> None:
