@@ -8,7 +8,7 @@ import os
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from hypothesis import settings
@@ -17,6 +17,7 @@ from gateway.sources.kubernetes.backoff import Backoff
 from gateway.sources.kubernetes.credentials import load_client_config
 from gateway.sources.kubernetes.informer import HypervisorInformer
 from gateway.store.store import Store
+from harness import controlplane
 from harness.controlplane import PROJECT_CRD, ControlPlane, ControlPlaneError
 from tests.kubeapi import HypervisorAPI
 from tests.objects import BOOKINGS_CRD, RELEASED_CRD, reference_dir
@@ -44,21 +45,38 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def _without(what: str, error: Exception) -> NoReturn:
+    # Only a machine without Go may skip, and never in CI: there a cluster
+    # test that does not run must turn the build red, not green.
+    if shutil.which("go") is None and not _in_ci():
+        pytest.skip(f"no Go toolchain to build kube-apiserver and etcd ({error})")
+    pytest.fail(f"{what}: {error}", pytrace=False)
+
+
 def _control_plane(crd: Path, *flags: str) -> Iterator[ControlPlane]:
     plane = ControlPlane(crd=crd, apiserver_flags=flags)
     try:
         plane.start()
     except (ControlPlaneError, OSError) as error:
         plane.stop()
-        # Only a machine without Go may skip, and never in CI: there a cluster
-        # test that does not run must turn the build red, not green.
-        if shutil.which("go") is None and not _in_ci():
-            pytest.skip(f"no Go toolchain to build kube-apiserver and etcd ({error})")
-        pytest.fail(f"the control plane did not start: {error}", pytrace=False)
+        _without("the control plane did not start", error)
     try:
         yield plane
     finally:
         plane.stop()
+
+
+@pytest.fixture(scope="session")
+def kubectl() -> Path:
+    """The kubectl built with the control plane (same version), for tests of deploy/.
+
+    Built like the API server, so missing like it: the tests that use it are marked
+    ``cluster`` too.
+    """
+    try:
+        return controlplane.kubectl()
+    except (ControlPlaneError, OSError) as error:
+        _without("kubectl was not built", error)
 
 
 @pytest.fixture(scope="session")

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
+import pytest
 
+from gateway.api.budget import Budget
+from gateway.http import execution
 from gateway.http.app import create_app
 from gateway.store.source import Source, SyncStatus
 from gateway.store.store import Store
@@ -95,6 +101,16 @@ async def run_server(
         await task
 
 
+class Clock:
+    """A clock the test moves, instead of waiting out a TTL or a retry interval."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 async def eventually(
     condition: Callable[[], Awaitable[bool] | bool], within: float = 5.0, interval: float = 0.01
 ) -> None:
@@ -115,6 +131,22 @@ async def eventually(
         await asyncio.sleep(interval)
 
 
+def wait_until_ready(url: str, process: subprocess.Popen[Any], within: float = 30.0) -> None:
+    """Wait until a gateway process answers ``url``/readyz with 200.
+
+    Fails at once if the process exits, and after ``within`` seconds. A separate
+    process has no event to wait on: its answer is the state, looked at every 0.1 s.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        assert process.poll() is None, f"the gateway exited with {process.returncode}"
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{url}/readyz").status_code == 200:
+                return
+        assert time.monotonic() < deadline, f"the gateway was not ready within {within} s"
+        time.sleep(0.1)
+
+
 async def listening(address: str, streams: int = 1) -> None:
     """Wait until the server at ``address`` has this many change streams open.
 
@@ -128,3 +160,57 @@ async def listening(address: str, streams: int = 1) -> None:
             return sample in (await client.get("/metrics")).text.splitlines()
 
     await eventually(registered)
+
+
+class WatchedBudget(Budget):
+    """A :class:`Budget` on the real clock that keeps every look at it."""
+
+    __slots__ = ("readings",)
+
+    def __init__(self, seconds: float, max_bytes: int) -> None:
+        self.readings: list[float] = []
+        super().__init__(seconds, max_bytes, self._read)
+
+    def _read(self) -> float:
+        now = time.monotonic()
+        self.readings.append(now)
+        return now
+
+    def looks_past_deadline(self) -> int:
+        """How often the work looked at the clock past its deadline: 1 if it ended there."""
+        return sum(now > self.at for now in self.readings)
+
+
+@dataclasses.dataclass
+class Run:
+    """One operation a worker thread executed, and how that ended."""
+
+    budget: WatchedBudget
+    ended: threading.Event = dataclasses.field(default_factory=threading.Event)
+    #: What ended it: None for an answer, else what it raised.
+    outcome: BaseException | None = None
+
+
+def watch_workers(monkeypatch: pytest.MonkeyPatch) -> list[Run]:
+    """The operations worker threads run from now on, each when its thread starts it.
+
+    A thread's own end is the state to wait on, where a test would otherwise watch
+    the process's CPU time for a while to see that the work stopped.
+    """
+    runs: list[Run] = []
+    execute = execution.execute_document
+
+    def watched(schema: Any, document: Any, context: Any, *rest: Any) -> Any:
+        run = Run(context.budget)
+        runs.append(run)
+        try:
+            return execute(schema, document, context, *rest)
+        except BaseException as raised:
+            run.outcome = raised
+            raise
+        finally:
+            run.ended.set()
+
+    monkeypatch.setattr(execution, "Budget", WatchedBudget)
+    monkeypatch.setattr(execution, "execute_document", watched)
+    return runs

@@ -29,7 +29,7 @@ from gateway.store.store import Store
 from harness.controlplane import ControlPlane
 from tests.kubeapi import CertificateUser, ExecPlugin
 from tests.objects import reported
-from tests.support import eventually, run_server
+from tests.support import Clock, eventually, run_server
 
 pytestmark = pytest.mark.cluster
 
@@ -169,16 +169,6 @@ def rbac(cluster: ControlPlane) -> Iterator[dict[str, str]]:
 
 
 Decisions = Counter[str]
-
-
-class Clock:
-    """The authorizer's clock, moved by the test instead of waiting out a TTL."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

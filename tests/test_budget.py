@@ -15,16 +15,8 @@ from gateway.http.execution import execute_document
 from gateway.sources.demo.source import generate
 from gateway.store.feed import Feed
 from gateway.store.store import Store
-from tests.support import StaticSource, serve
+from tests.support import Clock, StaticSource, serve
 from tests.test_limits import HEAVY
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_time_is_looked_at_between_fields() -> None:
@@ -32,7 +24,7 @@ def test_time_is_looked_at_between_fields() -> None:
     budget = Budget(1.0, 10**9, clock)
     for _ in range(1000):
         budget.charge(1)
-    clock.now = 1.5
+    clock.now += 1.5
     with pytest.raises(Overrun, match="took longer than the limit of 1 s"):
         for _ in range(1000):
             budget.charge(1)

@@ -261,7 +261,7 @@ async def _scraped(client: httpx.AsyncClient, expression: str, seconds: float = 
             )
             if result:
                 return result
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # how often to ask: Prometheus scrapes on its own clock
     raise AssertionError(f"no series for {expression} after {seconds} s")
 
 

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from tests import fleet
+from tests.support import wait_until_ready
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -70,19 +71,7 @@ class Gateway:
         command += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
         command += options
         self.process = subprocess.Popen(command, cwd=ROOT)
-        self._wait_ready()
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, "the gateway exited"
-            try:
-                if httpx.get(f"{self.url}/readyz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("the gateway did not become ready in 30 s")
+        wait_until_ready(self.url, self.process)
 
     def query(self, document: str, **variables: Any) -> dict[str, Any]:
         response = httpx.post(
@@ -294,6 +283,7 @@ def wait_for_value(page: Any, selector: str, value: str) -> None:
 
 
 def poll(read: Callable[[], Any], until: Callable[[Any], bool], timeout: float = 10) -> Any:
+    """``read()`` once ``until`` holds for it: eventually() for this synchronous test."""
     deadline = time.monotonic() + timeout
     while not until(value := read()):
         assert time.monotonic() < deadline, f"still {value!r}"

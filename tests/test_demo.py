@@ -386,7 +386,8 @@ async def test_demo_source_loads_once_and_keeps_serving() -> None:
         assert sorted(store.snapshot.by_name) == sorted(
             o["metadata"]["name"] for o in generate(40, 3)
         )
-        await asyncio.sleep(0.05)
+        # Ready, the source has yielded only to wait for its next confirmation: a run
+        # that returned after the load would be done by now.
         assert not task.done()
     finally:
         task.cancel()

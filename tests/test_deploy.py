@@ -27,7 +27,6 @@ from gateway.http import server
 from gateway.http.capacity_metrics import FAMILIES
 from gateway.logs import FORMATS
 from gateway.settings import Settings, add_arguments, from_arguments
-from harness import controlplane
 from tests import fleet
 from tests.support import serve
 
@@ -221,10 +220,11 @@ def test_rbac_grants_the_gateway_what_it_needs_and_no_more() -> None:
     ]
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("directory", ["base", "monitoring"])
-def test_kustomize_renders(directory: str) -> None:
+def test_kustomize_renders(directory: str, kubectl: Path) -> None:
     rendered = subprocess.run(
-        [str(controlplane.kubectl()), "kustomize", str(DEPLOY / directory)],
+        [str(kubectl), "kustomize", str(DEPLOY / directory)],
         capture_output=True,
         text=True,
         check=True,

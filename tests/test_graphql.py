@@ -266,7 +266,7 @@ async def test_a_body_in_parts_is_waited_for_until_its_deadline(pause: float, st
 
     async def receive() -> Message:
         if len(parts) == 1:
-            await asyncio.sleep(pause)
+            await asyncio.sleep(pause)  # the slow client, within or past the deadline
         return {"type": "http.request", "body": parts.pop(0), "more_body": bool(parts)}
 
     async def send(message: Message) -> None:

@@ -25,7 +25,7 @@ from gateway.api.schema import sdl
 from gateway.http.server import GuardedHttpToolsProtocol
 from gateway.store.store import Store
 from tests import fleet, scalar_values
-from tests.support import run_server
+from tests.support import run_server, wait_until_ready
 
 
 @pytest.fixture
@@ -178,16 +178,11 @@ def gateway_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ]
     )
     address = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://{address}/readyz").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.1)
-    else:
+    try:
+        wait_until_ready(f"http://{address}", process)
+    except AssertionError:
         process.kill()
-        pytest.fail("the gateway did not become ready")
+        raise
     yield address
     process.terminate()
     # uvicorn shuts down gracefully, then re-raises SIGTERM so the exit status tells why.

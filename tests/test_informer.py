@@ -47,6 +47,22 @@ UUID = "7f1c2a9e-3b4d-4e5f-8a6b-0c1d2e3f4a5b"
 CONFLICTS = frozenset({404, 409})
 
 
+#: Faults the churn test injects (drops, blocks, compactions, at most one restart).
+DISRUPTIONS = 8
+
+
+class Writes:
+    """Writes the API server accepted: the pace of a test, where a time window was."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def more(self, count: int) -> None:
+        """Wait until ``count`` more writes have gone through."""
+        target = self.count + count
+        await eventually(lambda: self.count >= target, 60)
+
+
 def _unavailable(refused: Refused) -> bool:
     """A starting API server answers 5xx (or 429) until its storage is ready."""
     return refused.status_code >= 500 or refused.status_code == 429
@@ -99,25 +115,28 @@ async def test_apiserver_killed_and_restarted_mid_watch(
     informer, store = await start_informer(cluster)
     await eventually(lambda: store.ready, 10)
 
+    written = Writes()
+
     async def write_until(stop: asyncio.Event) -> None:
         n = 0
         while not stop.is_set():
             n += 1
             try:
                 await api.patch_status(f"node-{n % 20}", {"numInstances": n})
+                written.count += 1
             except Refused as refused:
                 if not _unavailable(refused):
                     raise
-                await asyncio.sleep(0.1)
+                await asyncio.sleep(0.1)  # the client's pause before it tries again
             except httpx.TransportError:  # the API server is down part of the time
                 await asyncio.sleep(0.1)
 
     stop = asyncio.Event()
     writer = asyncio.create_task(write_until(stop))
-    await asyncio.sleep(1)
+    await written.more(20)
     await asyncio.to_thread(cluster.stop_apiserver, kill=True)
     await asyncio.to_thread(cluster.start_apiserver)
-    await asyncio.sleep(1)
+    await written.more(20)  # through the new API server
     stop.set()
     await writer
     await api.delete("node-0")
@@ -239,6 +258,7 @@ async def test_randomized_churn_with_disruptions_converges(
     await eventually(lambda: store.ready, 10)
     names = [f"churn-{i}" for i in range(40)]
     stop = asyncio.Event()
+    written = Writes()
 
     async def writer(w: int) -> None:
         local = random.Random(seed + w)
@@ -256,22 +276,30 @@ async def test_randomized_churn_with_disruptions_converges(
                     await api.patch_status(name, {"capacity": {"cpu": local.randint(8, 128)}})
                 else:
                     await api.delete(name)
+                written.count += 1
             except Refused as refused:
                 if refused.status_code not in CONFLICTS and not _unavailable(refused):
                     raise
             except httpx.TransportError:
-                await asyncio.sleep(0.05)  # API server restarting
+                await asyncio.sleep(0.05)  # the client's pause while the API server restarts
+
+    async def watch_ends() -> None:
+        """Until the server ends the informer's watch (after 2 to 5 s) and it resumes."""
+        restarts = informer.status.watch_restarts
+        await eventually(lambda: informer.status.watch_restarts > restarts, 15)
 
     async def disrupt() -> None:
+        """A fixed number of faults, paced by the writes that get through in between."""
+        await watch_ends()  # the normal end of a watch, amid the writes
         restarted = False
-        while not stop.is_set():
-            await asyncio.sleep(rng.uniform(0.5, 2.0))
+        for _ in range(DISRUPTIONS):
+            await written.more(rng.randint(15, 60))
             choice = rng.random()
             if choice < 0.4:
                 proxy.drop()
             elif choice < 0.7:
                 proxy.block()
-                await asyncio.sleep(rng.uniform(0.2, 1.5))
+                await written.more(rng.randint(5, 40))
                 proxy.unblock()
             elif choice < 0.85 or restarted:
                 await asyncio.to_thread(cluster.compact)
@@ -280,16 +308,17 @@ async def test_randomized_churn_with_disruptions_converges(
                 restarted = True
                 await asyncio.to_thread(cluster.stop_apiserver, kill=rng.random() < 0.5)
                 await asyncio.to_thread(cluster.start_apiserver)
+        await written.more(rng.randint(15, 60))
 
     tasks = [asyncio.create_task(writer(w)) for w in range(6)]
-    tasks.append(asyncio.create_task(disrupt()))
-    await asyncio.sleep(15)
-    stop.set()
-    await asyncio.gather(*tasks)
-    proxy.unblock()
+    try:
+        await disrupt()
+    finally:
+        stop.set()
+        proxy.unblock()
+        await asyncio.gather(*tasks)
 
     await assert_converges(store, api, within=20)
-    assert informer.status.watch_restarts > 0
 
 
 @pytest.mark.cluster
@@ -298,7 +327,10 @@ async def test_dead_connection_does_not_hang_the_watch(
 ) -> None:
     _, store = await start_informer(cluster, via=proxy, watch_timeout=(3, 3), read_grace=1.0)
     await eventually(lambda: store.ready, 10)
-    await asyncio.sleep(0.5)  # the watch is open
+    before = await api.create(reported("node-before"))  # the watch is open: it brings this
+    await eventually(
+        lambda: _version(store, "node-before") == before["metadata"]["resourceVersion"], 10
+    )
     proxy.blackhole()
     created = await api.create(reported("node-after"))
     # Only a client-side timeout gets the informer off the silent connection.

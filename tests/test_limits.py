@@ -8,13 +8,15 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio.to_thread
 import httpx
 import pytest
 
+from gateway.api.budget import TIMEOUT, Overrun
 from gateway.api.limits import Limits
 from gateway.sources.demo.source import generate
 from tests import fleet
-from tests.support import serve
+from tests.support import eventually, serve, watch_workers
 
 GQL = "application/graphql-response+json"
 
@@ -122,18 +124,20 @@ HEAVY = (
 )
 
 
-async def test_execution_time_and_concurrency() -> None:
+async def test_execution_time_and_concurrency(monkeypatch: pytest.MonkeyPatch) -> None:
     fleet_objects = generate(1500, bookings_per_host=40)
     limits = Limits(max_seconds=0.05, max_concurrent=1)
+    runs = watch_workers(monkeypatch)
     async with gateway(fleet_objects, limits=limits) as client:
         response = await post(client, HEAVY)
         assert response.status_code == 400
         assert "took longer than the limit of 0.05 s" in response.json()["errors"][0]["message"]
-        # The work stopped at the deadline: the process is idle at once (the query alone
-        # runs for seconds, on any machine), and the only slot is free for the next one.
-        cpu = time.process_time()
-        await asyncio.sleep(1.0)  # the window CPU time is measured over
-        assert time.process_time() - cpu < 0.3
+        # The work (seconds of it, on any machine) ended itself at the first look at the
+        # clock past its deadline, a few hundred fields later, and its slot is free.
+        (run,) = runs
+        await eventually(run.ended.is_set)
+        assert isinstance(run.outcome, Overrun) and run.outcome.code == TIMEOUT
+        assert run.budget.looks_past_deadline() == 1
         again = await post(client, HEAVY)
         assert again.status_code == 400 and "took longer" in again.json()["errors"][0]["message"]
         assert (await client.get("/healthz")).status_code == 200
@@ -145,23 +149,57 @@ async def test_execution_time_and_concurrency() -> None:
     assert statuses == [200, 429, 429, 429]  # one admitted, the others refused at once
 
 
-async def test_a_cancelled_request_gives_its_slot_back() -> None:
-    """Cancelled while waiting for its thread, a request never holds its slot (anyio may
-    never run the thread function, where the slot used to be given back)."""
+async def test_a_request_cancelled_before_its_thread_runs_gives_its_slot_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """anyio never runs the thread function of a request cancelled while it waits for a
+    thread, where the slot used to be given back."""
+    runs = watch_workers(monkeypatch)
     app_limits = Limits(max_concurrent=1, max_seconds=120)
     async with gateway(generate(1500, bookings_per_host=40), limits=app_limits) as client:
-        request = asyncio.create_task(post(client, HEAVY))
         endpoint = await _endpoint(client)
-        while endpoint.execution.running == 0:  # noqa: ASYNC110 - waiting on the slot taken
-            await asyncio.sleep(0.001)
+        async with _threads_busy():
+            request = asyncio.create_task(post(client, HEAVY))
+            await eventually(lambda: endpoint.execution.running == 1)
+            request.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await request
+            assert endpoint.execution.running == 0
+        assert (await post(client, "{ hypervisors { totalCount } }")).status_code == 200
+    assert len(runs) == 1  # the cancelled one never ran
+
+
+async def test_a_cancelled_request_stops_its_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = watch_workers(monkeypatch)
+    app_limits = Limits(max_concurrent=1, max_seconds=120)
+    async with gateway(generate(1500, bookings_per_host=40), limits=app_limits) as client:
+        endpoint = await _endpoint(client)
+        request = asyncio.create_task(post(client, HEAVY))
+        await eventually(lambda: bool(runs))  # its thread runs it
         request.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await request
         assert endpoint.execution.running == 0
-        cpu = time.process_time()
-        await asyncio.sleep(1.0)  # the window CPU time is measured over
-        assert time.process_time() - cpu < 0.3
+        # Told to stop, the work (seconds of it) ended itself long before its deadline.
+        (run,) = runs
+        await eventually(run.ended.is_set)
+        assert isinstance(run.outcome, Overrun) and run.budget.stopped
+        assert run.budget.looks_past_deadline() == 0
         assert (await post(client, "{ hypervisors { totalCount } }")).status_code == 200
+
+
+@contextlib.asynccontextmanager
+async def _threads_busy() -> AsyncIterator[None]:
+    """Every worker thread of anyio's default limiter taken, as under load."""
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    borrowers = [object() for _ in range(int(limiter.total_tokens))]
+    for borrower in borrowers:
+        await limiter.acquire_on_behalf_of(borrower)
+    try:
+        yield
+    finally:
+        for borrower in borrowers:
+            limiter.release_on_behalf_of(borrower)
 
 
 async def _endpoint(client: httpx.AsyncClient) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import socket
@@ -20,7 +19,7 @@ from gateway.http.cache import BoundedMemoryCache, ResponseCache
 from gateway.http.metrics import Metrics, OperationNames
 from gateway.store.store import Store
 from tests import fleet, objects
-from tests.support import StaticSource, run_server, serve
+from tests.support import StaticSource, eventually, run_server, serve
 
 P = "hypervisor_gateway_"
 
@@ -268,6 +267,12 @@ async def test_websocket_connections_and_subscription_streams() -> None:
                 if not s.labels
             }
 
+        async def reads(count: int) -> bool:
+            """One connection, one change stream and one latest-value reader, or none."""
+            figures = await scrape()
+            names = ("websocket_connections", "subscription_streams", "subscription_latest_readers")
+            return all(figures[P + name] == count for name in names)
+
         async with websockets.connect(
             f"ws://{address}/graphql", subprotocols=["graphql-transport-ws"]
         ) as ws:
@@ -283,22 +288,5 @@ async def test_websocket_connections_and_subscription_streams() -> None:
                         {"id": str(n), "type": "subscribe", "payload": {"query": subscription}}
                     )
                 )
-            for _ in range(100):
-                figures = await scrape()
-                if (
-                    figures[P + "subscription_streams"] == 1
-                    and figures[P + "subscription_latest_readers"] == 1
-                ):
-                    break
-                await asyncio.sleep(0.02)
-            assert figures[P + "websocket_connections"] == 1
-            assert figures[P + "subscription_streams"] == 1
-            assert figures[P + "subscription_latest_readers"] == 1
-        for _ in range(100):
-            figures = await scrape()
-            if figures[P + "websocket_connections"] == 0:
-                break
-            await asyncio.sleep(0.02)
-        assert figures[P + "websocket_connections"] == 0
-        assert figures[P + "subscription_streams"] == 0
-        assert figures[P + "subscription_latest_readers"] == 0
+            await eventually(lambda: reads(1))  # both subscriptions registered
+        await eventually(lambda: reads(0))  # the connection closed, and all it held

@@ -20,7 +20,7 @@ from gateway.http.app import create_app
 from gateway.http.serve import GracefulServer, WebSocketTracker
 from gateway.store.store import Store
 from tests import fleet
-from tests.support import StaticSource, eventually
+from tests.support import StaticSource, eventually, wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBSCRIPTION = "subscription { fleetCapacityChanged(groupBy: ZONE) { key } }"
@@ -87,14 +87,8 @@ async def test_sigterm_stops_the_real_gateway_cleanly_and_quickly() -> None:
         [*command, "--port", str(port)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
     )
     try:
+        await asyncio.to_thread(wait_until_ready, f"http://127.0.0.1:{port}", process)
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            for _ in range(300):
-                try:
-                    if (await client.get("/readyz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.05)
             response = await client.post(
                 "/graphql", json={"query": "query Count { hypervisors { totalCount } }"}
             )

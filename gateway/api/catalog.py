@@ -29,7 +29,7 @@ from gateway.api.scalars import (
 from gateway.api.totals import FleetGrouping
 from gateway.domain import flavors
 from gateway.domain import slots as counted
-from gateway.domain.fleet import Grouping, group_keys
+from gateway.domain.fleet import group_keys
 from gateway.domain.records import Amounts
 
 __all__ = ["Flavor", "SlotGroup", "flavor_slots"]
@@ -182,15 +182,11 @@ def _groups(
     info: Info[Context, None],
     request: Amounts,
     where: HypervisorFilter | None,
-    group_by: FleetGrouping,
+    grouping: FleetGrouping,
     view: CapacityView,
     flavor: str | None,
 ) -> list[counted.SlotGroup]:
-    snapshot, catalog, grouping = (
-        info.context.snapshot,
-        info.context.catalog,
-        Grouping(group_by.value),
-    )
+    snapshot, catalog = info.context.snapshot, info.context.catalog
     if where is None and flavor is not None and catalog.get(flavor) is not None:
         # The whole fleet's slots of every catalog flavor are kept per change.
         requests = [(f.name, f.resources) for f in catalog.flavors]

@@ -1,9 +1,11 @@
 """The GraphQL view of fleet totals (``fleetCapacity`` and its subscription)."""
 
+from collections.abc import Mapping
 from enum import Enum
 from typing import Annotated
 
 import strawberry
+from strawberry.types.enum import has_enum_definition
 
 from gateway.api.filters import HypervisorFilter, apply_filter
 from gateway.api.scalars import Quantity
@@ -13,17 +15,39 @@ from gateway.store.store import Snapshot
 __all__ = ["FleetGroup", "FleetGrouping", "FleetResource", "fleet_groups"]
 
 
-@strawberry.enum(description="How to group fleet totals.")
-class FleetGrouping(Enum):
-    NONE = strawberry.enum_value("NONE", description="One total for all selected hosts.")
-    ZONE = strawberry.enum_value("ZONE", description="By topology.kubernetes.io/zone.")
-    REGION = strawberry.enum_value("REGION", description="By topology.kubernetes.io/region.")
-    AGGREGATE = strawberry.enum_value(
-        "AGGREGATE", description="By aggregate name; a host counts in each of its aggregates."
-    )
-    BUILDING_BLOCK = strawberry.enum_value(
-        "BUILDING_BLOCK", description="By kubernetes.metal.cloud.sap/bb."
-    )
+def _expose(cls: type[Enum], name: str, description: str, values: Mapping[str, str]) -> None:
+    """Register a domain enum with strawberry, with a description for each value.
+
+    The domain never imports strawberry, so its members cannot be
+    ``strawberry.enum_value(...)``, and ``strawberry.enum()`` describes only the type:
+    the values' descriptions go on the definition it makes.
+    """
+    strawberry.enum(cls, name=name, description=description)
+    if not has_enum_definition(cls):
+        raise TypeError(f"strawberry did not register {cls.__name__}")
+    members = cls.__strawberry_definition__.values
+    if {m.name for m in members} != set(values):
+        raise TypeError(f"{cls.__name__}: describe exactly {[m.name for m in members]}")
+    for member in members:
+        member.description = values[member.name]
+
+
+#: The domain's grouping as GraphQL sees it: the same class, so no mapping either way.
+#: Modules of this layer annotate with this name, which makes them import this module,
+#: and so register it, before strawberry resolves their annotations.
+FleetGrouping = fleet.Grouping
+_expose(
+    FleetGrouping,
+    "FleetGrouping",
+    "How to group fleet totals.",
+    {
+        "NONE": "One total for all selected hosts.",
+        "ZONE": "By topology.kubernetes.io/zone.",
+        "REGION": "By topology.kubernetes.io/region.",
+        "AGGREGATE": "By aggregate name; a host counts in each of its aggregates.",
+        "BUILDING_BLOCK": "By kubernetes.metal.cloud.sap/bb.",
+    },
+)
 
 
 @strawberry.type(
@@ -116,7 +140,7 @@ def fleet_groups(
     The whole fleet's are kept per change (the snapshot's ledger); a filter's
     hosts are counted for the question.
     """
-    grouping = fleet.Grouping((group_by or FleetGrouping.NONE).value)
+    grouping = group_by or FleetGrouping.NONE
     if where is None:
         return fleet.fleet_groups(snapshot.ledger(fleet.tally(grouping)), grouping)
     return fleet.fleet_capacity(apply_filter(snapshot, where), grouping)

@@ -40,6 +40,8 @@ __all__ = [
 
 
 class Grouping(enum.Enum):
+    """How totals and slots group hosts; the API layer exposes this very class."""
+
     NONE = "NONE"
     ZONE = "ZONE"
     REGION = "REGION"

@@ -32,6 +32,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from aiocache import SimpleMemoryCache
@@ -182,6 +183,7 @@ class ResponseCache:
         ttl: int | None = None,
         retry_after: float = 5.0,
         max_entry_bytes: int = 8 * 1024 * 1024,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.backend = backend
         #: Answers larger than this are not kept: each would crowd out hundreds of others.
@@ -189,6 +191,7 @@ class ResponseCache:
         self.shared = shared
         self.ttl = ttl
         self.retry_after = retry_after
+        self._clock = clock
         self.stats = CacheStats()
         self._instance = uuid.uuid4().hex
         self._down_until = 0.0
@@ -213,7 +216,7 @@ class ResponseCache:
                 self.stats.misses += 1
                 return None
             self._reads.move_to_end(key)
-        if time.monotonic() < self._down_until:
+        if self._clock() < self._down_until:
             self.stats.misses += 1
             return None
         try:
@@ -231,7 +234,7 @@ class ResponseCache:
 
     async def set(self, key: str, value: bytes, reads: Reads | None = None) -> None:
         """File an answer; in memory, with what it read (none given: the fleet)."""
-        if time.monotonic() < self._down_until or len(value) > self.max_entry_bytes:
+        if self._clock() < self._down_until or len(value) > self.max_entry_bytes:
             return
         if not self.shared:
             if reads is None:
@@ -250,7 +253,7 @@ class ResponseCache:
 
     def _failed(self, error: Exception) -> None:
         self.stats.errors += 1
-        self._down_until = time.monotonic() + self.retry_after
+        self._down_until = self._clock() + self.retry_after
         if not self.stats.degraded:
             log.warning("response cache unavailable, answering uncached: %r", error)
         self.stats.degraded = True
