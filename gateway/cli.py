@@ -218,6 +218,7 @@ def _serve(
             max_page_size=settings.max_page_size,
             max_seconds=settings.max_query_seconds,
             max_cost=settings.max_query_cost,
+            inline_cost=settings.inline_query_cost,
             max_response_bytes=settings.max_response_bytes,
             max_concurrent=settings.max_concurrent_queries,
         ),

@@ -44,6 +44,7 @@ class Settings:
     max_page_size: int = 10_000
     max_query_seconds: float = 10.0
     max_query_cost: int = 1_000_000
+    inline_query_cost: int = 1000
     max_response_bytes: int = 64 * 1024 * 1024
     max_concurrent_queries: int = 32
 
@@ -134,6 +135,13 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         int,
         "estimated cost a query may have: fields times the list sizes the fleet has "
         "(default 1000000)",
+    ),
+    (
+        "inline_query_cost",
+        "GATEWAY_INLINE_QUERY_COST",
+        int,
+        "estimated cost up to which a query runs on the event loop, not in a worker thread "
+        "(default 1000)",
     ),
     (
         "max_response_bytes",

@@ -13,8 +13,9 @@ from hypothesis_graphql import from_schema
 from strawberry.schema.config import StrawberryConfig
 
 from gateway.api.context import Context
-from gateway.api.executor import Attribute, Executor, Lookup, shortcut_resolvers
+from gateway.api.executor import Executor
 from gateway.api.schema import build_schema, schema, sdl
+from gateway.api.shortcuts import Attribute, Lookup, shortcut_resolvers
 from gateway.domain.flavors import load_catalog
 from gateway.sources.demo.source import generate
 from gateway.store.source import SyncStatus

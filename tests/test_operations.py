@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 from urllib.parse import urlencode
@@ -9,16 +10,18 @@ from urllib.parse import urlencode
 import pytest
 
 from gateway.api.limits import Limits
-from gateway.api.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
+from gateway.api.schema import LIVE_FIELDS, schema
 from gateway.http.operations import MEMO_PAYLOAD_BYTES, Operations
 from gateway.http.request import RequestError
+from gateway.sources.demo.source import generate
+from gateway.store.store import Store
 
 QUERY = "query Find($n: String!) { hypervisor(name: $n) { name } }"
 
 
 @pytest.fixture
 def operations() -> Operations:
-    return Operations(schema._schema, Limits(), uncacheable=LIVE_FIELDS, lookups=LOOKUP_FIELDS)
+    return Operations(schema._schema, Limits(), uncacheable=LIVE_FIELDS)
 
 
 def body(query: str = QUERY, **extra: Any) -> bytes:
@@ -83,35 +86,47 @@ def test_limits_are_checked_before_validation(operations: Operations) -> None:
     assert over.value.status == 400
 
 
+HOSTS = Store()
+HOSTS.replace(generate(300, seed=2, bookings_per_host=2))
+
+
 @pytest.mark.parametrize(
-    ("query", "lookup"),
+    ("query", "scans"),
     [
-        (QUERY, True),
-        ('{ hypervisor(name: "a") { zone cpu: resource(name: "cpu") { free } } }', True),
-        (
-            '{ a: hypervisor(name: "a") { name } b: consumer(uuid: "6f1c2a9e-0b7d-4c35-9d6e-5a8f7e2b1c40") { uuid } }',
-            True,
-        ),
-        ("{ syncStatus { relists } }", True),
-        ('{ hypervisor(name: "a") { ...F } } fragment F on Hypervisor { name }', True),
-        ('{ hypervisor(name: "a") { resources { name free } } }', False),
-        (
-            '{ hypervisor(name: "a") { ...F } } fragment F on Hypervisor { bookings { __typename } }',
-            False,
-        ),
-        (
-            '{ consumer(uuid: "6f1c2a9e-0b7d-4c35-9d6e-5a8f7e2b1c40") { bookings { hypervisor { name } } } }',
-            False,
-        ),
-        ("{ hypervisors { totalCount } }", False),
-        ("{ fleetCapacity { key } }", False),
-        ('{ hypervisor(name: "a") { name } hypervisors { totalCount } }', False),
-        ("{ ...Q } fragment Q on Query { syncStatus { relists } }", False),
-        ("{ __typename }", False),
+        (QUERY, False),
+        ("{ fleetCapacity(groupBy: ZONE) { key resources { name free } } }", False),
+        ("{ fleetCapacity(filter: null) { key } }", False),
+        ('{ fleetCapacity(filter: {zone: "a"}) { key } }', True),
+        ("{ hypervisors(first: 100) { nodes { name } } }", False),
+        ("{ hypervisors(filter: {evicted: false}, first: 1) { totalCount } }", True),
+        ('{ hypervisors(orderBy: {field: FREE, resource: "cpu"}, first: 1) { totalCount } }', True),
+        ('{ placementProvider(uuid: "6f1c2a9e-0b7d-4c35-9d6e-5a8f7e2b1c40") { name } }', True),
     ],
 )
-def test_only_lookups_of_single_objects_that_read_no_list_are_lookups(
-    operations: Operations, query: str, lookup: bool
+def test_only_filters_and_orders_cost_a_scan_of_the_fleet(
+    operations: Operations, query: str, scans: bool
 ) -> None:
+    """The fleet's totals and its pages by name are kept by the store; a filter or an
+    order is computed over every host."""
+    prepared = operations.prepare("POST", body(query, variables={"n": "a"}))
     operations.validate(query)
-    assert operations.is_lookup(query) is lookup
+    cost = operations.check_cost(prepared, HOSTS.snapshot)
+    assert (cost >= len(HOSTS.snapshot)) is scans
+
+
+def test_a_cost_is_estimated_once_per_fleet_profile(operations: Operations) -> None:
+    objects = generate(50, seed=2, bookings_per_host=2)
+    store = Store()
+    store.replace(objects)
+    query = "{ hypervisors(filter: {evicted: false}) { totalCount } }"
+    prepared = operations.prepare("POST", body(query))
+    cost = operations.check_cost(prepared, store.snapshot)
+    kept = prepared.cost
+    changed = copy.deepcopy(objects[0])
+    changed["metadata"]["resourceVersion"] = "changed"
+    store.upsert(changed)  # a new snapshot of as many hosts: the same profile
+    assert operations.check_cost(prepared, store.snapshot) == cost
+    assert prepared.cost is kept
+    store.delete(objects[1]["metadata"]["name"])  # one host fewer to scan
+    assert operations.check_cost(prepared, store.snapshot) == cost - 1
+    assert prepared.cost is not kept

@@ -65,7 +65,7 @@ def recorder(store: Store) -> Recorder:
 def test_empty_store(store: Store) -> None:
     assert store.snapshot.generation == 0
     assert len(store.snapshot) == 0
-    assert store.snapshot.ordered == ()
+    assert list(store.snapshot.ordered) == []
     assert store.snapshot.by_consumer == {}
     assert store.resource_version is None
     assert not store.ready
@@ -419,3 +419,16 @@ def test_a_large_fleet_is_taken_out_of_the_cyclic_collector() -> None:
     assert gc.get_freeze_count() < frozen
     assert store.snapshot.by_name["node-0"].resource_version == "2"
     gc.unfreeze()
+
+
+def test_name_order_is_handed_on_while_no_host_comes_or_goes(store: Store) -> None:
+    store.replace([host("b", "1"), host("a", "2"), host("c", "3")])
+    names = store.snapshot.names
+    assert names == ("a", "b", "c")
+    store.upsert(host("b", "4", cpu=16))
+    assert store.snapshot.names is names  # not sorted again
+    assert [h.resources["cpu"].physical for h in store.snapshot.ordered] == [8, 16, 8]
+    store.upsert(host("aa", "5"))
+    assert store.snapshot.names == ("a", "aa", "b", "c")
+    store.delete("b")
+    assert store.snapshot.names == ("a", "aa", "c")

@@ -11,11 +11,10 @@ from gateway.api.context import Context
 from gateway.api.cost import Profile, estimate
 from gateway.api.executor import Executor
 from gateway.api.limits import LimitError, Limits, check_document
-from gateway.api.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema, sdl
+from gateway.api.schema import LIVE_FIELDS, schema, sdl
 
 __all__ = [
     "LIVE_FIELDS",
-    "LOOKUP_FIELDS",
     "TIMEOUT",
     "TOO_LARGE",
     "Budget",

@@ -11,7 +11,8 @@ Those numbers come from the store (:class:`Profile`): the number of hosts and
 consumers, the mean length of each of a host's lists (bookings, instances, ...),
 and the page a connection returns (``first``, else the page size limit, at most
 the number of hosts or consumers). Root fields that scan the fleet whatever they
-return (a filter, the totals) cost one per host they scan. Means are exact
+return (a filter, an order) cost one per host they scan; the fleet's totals and
+its pages by name are kept by the store, and cost what they return. Means are exact
 fractions, so a thousand hosts with 17.3 bookings each cost 17,300 bookings.
 """
 
@@ -36,6 +37,7 @@ from graphql import (
     GraphQLSchema,
     InlineFragmentNode,
     IntValueNode,
+    NullValueNode,
     OperationDefinitionNode,
     SchemaMetaFieldDef,
     SelectionSetNode,
@@ -78,8 +80,13 @@ HOST_LISTS = (
     "traits",
 )
 
-#: Root fields that scan every host (or consumer) whatever they return.
-SCANS = frozenset({"hypervisors", "fleetCapacity", "placementProvider"})
+#: Root fields that scan every host whatever they return, given these arguments: the
+#: fleet's totals and its first page by name are kept, a filter's or an order's are not.
+SCANS: dict[str, frozenset[str] | None] = {
+    "hypervisors": frozenset({"filter", "orderBy"}),
+    "fleetCapacity": frozenset({"filter"}),
+    "placementProvider": None,  # always
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -115,7 +122,10 @@ class Profile:
         return profile
 
     def resized(self, hosts: int) -> Profile:
-        """This profile's list lengths for a fleet of ``hosts``."""
+        """This profile's list lengths for a fleet of ``hosts`` (this very profile while the
+        count is the same, so that estimates kept per profile stay valid)."""
+        if hosts == self.hosts:
+            return self
         per_host = self.lists[("Hypervisor", "consumers")]
         return dataclasses.replace(self, hosts=hosts, consumers=math.ceil(hosts * per_host))
 
@@ -198,7 +208,7 @@ class _Walk:
         scans = sum(
             self.profile.hosts
             for s in selection_set.selections
-            if isinstance(s, FieldNode) and s.name.value in SCANS
+            if isinstance(s, FieldNode) and self.scans(s)
         )
         consumers = sum(
             self.profile.consumers
@@ -206,6 +216,24 @@ class _Walk:
             if isinstance(s, FieldNode) and s.name.value == "consumers"
         )
         return scans + consumers + self.selections(selection_set, root, 0)
+
+    def scans(self, node: FieldNode) -> bool:
+        """Whether a root field scans the fleet: always, or when given one of its arguments."""
+        name = node.name.value
+        if name not in SCANS:
+            return False
+        arguments = SCANS[name]
+        return arguments is None or any(
+            a.name.value in arguments and self.given(a.value) for a in node.arguments or ()
+        )
+
+    def given(self, value: Any) -> bool:
+        """An argument's value is given unless it is null, as a literal or a variable."""
+        if isinstance(value, NullValueNode):
+            return False
+        if isinstance(value, VariableNode):
+            return self.variables.get(value.name.value) is not None
+        return True
 
     def selections(
         self, selection_set: SelectionSetNode | None, parent: GraphQLNamedType, page: int

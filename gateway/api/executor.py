@@ -1,4 +1,4 @@
-"""Query execution with a short path for the fields that make up large answers.
+"""Query execution with short paths for the fields and objects that make up large answers.
 
 A fleet query reads a few fields of thousands of hypervisors, and graphql-core
 runs the same steps for every field of every host: it builds a ResolveInfo,
@@ -6,142 +6,50 @@ coerces the arguments, calls the resolver (through Strawberry's wrappers, for a
 plain attribute), checks whether the result is awaitable and completes it through
 each wrapper of its type. At 5,000 hosts that was most of an uncached answer.
 
-Two kinds of fields carry almost all of that weight, and need almost none of it:
-
-- a scalar read from an attribute (``name``, ``free``): the value's attribute,
-  serialized;
-- a per-host lookup (``resource(name: "cpu")``): a function of the host and
-  String arguments, whose arguments are the same for every host the query reaches.
-
-:func:`shortcut_resolvers` gives those fields resolvers that say so
-(:class:`Attribute`, :class:`Lookup`); they stay ordinary resolvers for any
-executor. :class:`Executor` recognises them and takes the short path when the
-answer is a plain value. Anything else, an error or a null where none is allowed,
-goes the full way again, so every error reads exactly as graphql-core words it.
+:class:`Executor` takes two short paths. For the resolvers of
+:mod:`gateway.api.shortcuts` (an attribute, a per-host lookup) it calls them
+directly when the answer is a plain value; anything else, an error or a null
+where none is allowed, goes the full way again, so every error reads exactly as
+graphql-core words it. And for an object of a reusable type whose selection reads
+only the object, it reuses what an earlier answer made of the same record
+(:mod:`gateway.api.reuse`): under churn, only the hosts that changed cost work.
 The results are the same field for field (``tests/test_executor.py`` compares
 them with graphql-core's own executor).
 
 Every field completed, by either path, is charged to the operation's
 :class:`gateway.api.budget.Budget` (the context's ``budget``, when it has one): the
 bytes it adds to the answer, and now and then a look at the clock, so that an
-operation over its time or size ends itself instead of running on unseen.
+operation over its time or size ends itself instead of running on unseen. A
+reused object is charged what it cost when it was made.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from graphql import (
     GraphQLField,
-    GraphQLNonNull,
     GraphQLObjectType,
     GraphQLOutputType,
+    GraphQLResolveInfo,
     Undefined,
     get_nullable_type,
-    is_leaf_type,
 )
 from graphql.execution.collect_fields import FieldDetailsList
 from graphql.execution.incremental.incremental_executor import IncrementalExecutor
 from graphql.execution.values import get_argument_values
 from graphql.pyutils import Path
-from strawberry import Schema
-from strawberry.types.base import StrawberryObjectDefinition
 
 from gateway.api.budget import Budget
+from gateway.api.reuse import REUSABLE, Completed, Kept
+from gateway.api.shortcuts import Attribute, Lookup
 
-__all__ = ["Attribute", "Executor", "Lookup", "shortcut_resolvers"]
+__all__ = ["Executor"]
 
-
-class Attribute:
-    """The resolver of a field that is an attribute of its parent, nothing more."""
-
-    __slots__ = ("leaf", "name", "nullable")
-
-    def __init__(self, name: str, type_: GraphQLOutputType) -> None:
-        self.name = name
-        self.nullable = not isinstance(type_, GraphQLNonNull)
-        inner = get_nullable_type(type_)
-        #: The scalar's or enum's serializer; None for a list or an object.
-        self.leaf: Callable[[Any], Any] | None = (
-            inner.coerce_output_value if is_leaf_type(inner) else None
-        )
-
-    def __call__(self, source: Any, info: Any, **arguments: Any) -> Any:
-        return getattr(source, self.name)
-
-
-class Lookup:
-    """The resolver of a field computed from its parent and its arguments only.
-
-    ``function(None, parent, **arguments)`` is the Strawberry resolver as written
-    (``self`` unused, the parent, no ``info``). ``object_type`` is the type it
-    returns when that is an object type (the short path's case), else None.
-    """
-
-    __slots__ = ("function", "object_type")
-
-    def __init__(self, function: Callable[..., Any], object_type: GraphQLObjectType | None) -> None:
-        self.function = function
-        self.object_type = object_type
-
-    def __call__(self, source: Any, info: Any, **arguments: Any) -> Any:
-        return self.function(None, source, **arguments)
-
-
-def shortcut_resolvers(built: Schema, lookups: Iterable[tuple[str, str]]) -> None:
-    """Give attribute fields an :class:`Attribute`, and the named fields a :class:`Lookup`.
-
-    Attribute fields are those Strawberry would answer with
-    ``getattr(parent, python_name)``: no resolver and no field extension. Lookups
-    must take only arguments that graphql-core coerces to the values Strawberry
-    would pass (Strings), under the same names, and neither ``info`` nor any
-    extension; this is checked, and a field that does not qualify raises TypeError.
-    """
-    if built.config.default_resolver is not getattr:
-        raise TypeError("attribute fields need the schema's default resolver to be getattr")
-    for name, strawberry_type in built.schema_converter.type_map.items():
-        definition = strawberry_type.definition
-        graphql_type = built._schema.type_map.get(name)
-        if not isinstance(definition, StrawberryObjectDefinition) or not isinstance(
-            graphql_type, GraphQLObjectType
-        ):
-            continue
-        for field in definition.fields:
-            if field.is_basic_field and not field.extensions:
-                graphql_field = graphql_type.fields[built.config.name_converter.from_field(field)]
-                graphql_field.resolve = Attribute(field.python_name, graphql_field.type)
-    for type_name, field_name in lookups:
-        _install_lookup(built, type_name, field_name)
-
-
-def _install_lookup(built: Schema, type_name: str, field_name: str) -> None:
-    where = f"lookup {type_name}.{field_name}"
-    definition = built.get_type_by_name(type_name)
-    if not isinstance(definition, StrawberryObjectDefinition):
-        raise TypeError(f"{where}: {type_name} is not an object type of the schema")
-    field = next((f for f in definition.fields if f.python_name == field_name), None)
-    if field is None:
-        raise TypeError(f"{where}: {type_name} has no such field")
-    if field.base_resolver is None or field.extensions:
-        raise TypeError(f"{where}: needs a resolver of its own and no field extension")
-    if not all(a.type in (str, str | None) for a in field.arguments):
-        raise TypeError(f"{where}: takes an argument that is not a String")
-    function = field.base_resolver.wrapped_func
-    if isinstance(function, (staticmethod, classmethod)):
-        raise TypeError(f"{where}: a static or class method is not given the parent")
-    graphql_type = built._schema.type_map[type_name]
-    if not isinstance(graphql_type, GraphQLObjectType):
-        raise TypeError(f"{where}: {type_name} is not a GraphQL object type")
-    graphql_field = graphql_type.fields[built.config.name_converter.from_field(field)]
-    object_type = graphql_field.type
-    if isinstance(object_type, GraphQLObjectType):
-        if object_type.is_type_of is not None:
-            # The short path completes the object without asking is_type_of.
-            raise TypeError(f"{where}: {object_type.name} has an is_type_of check")
-        graphql_field.resolve = Lookup(function, object_type)
-    else:
-        graphql_field.resolve = Lookup(function, None)
+#: What every executor reuses: records are shared by every answer, whichever thread runs it.
+KEPT = Kept()
 
 
 class Executor(IncrementalExecutor):
@@ -153,11 +61,12 @@ class Executor(IncrementalExecutor):
     kept for the whole of it.
     """
 
-    __slots__ = ("_arguments", "budget")
+    __slots__ = ("_arguments", "_variables_key", "budget")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._arguments: dict[int, dict[str, Any]] = {}
+        self._variables_key: int | None = None
         self.budget: Budget | None = getattr(self.context_value, "budget", None)
 
     def execute_field(
@@ -239,6 +148,105 @@ class Executor(IncrementalExecutor):
         except Exception as error:  # a non-null field below it failed: null here
             self.handle_field_error(error, field_def.type, field_details_list, path)
             return None
+
+    def collect_and_execute_subfields(
+        self,
+        return_type: GraphQLObjectType,
+        field_details_list: FieldDetailsList,
+        path: Path,
+        result: Any,
+        position_context: Any,
+    ) -> Any:
+        """An object's fields: what an earlier answer made of the same record, when it
+        may be reused; else completed here, and kept when it may be."""
+        if not self._reusable(return_type, field_details_list):
+            return super().collect_and_execute_subfields(
+                return_type, field_details_list, path, result, position_context
+            )
+        key = (id(result), *self._selection(field_details_list))
+        kept = KEPT.get(key)
+        budget = self.budget
+        if kept is not None and kept.matches(result, self.operation, self.variable_values.coerced):
+            if budget is not None:
+                budget.spent += kept.spent
+                budget.check()
+            return kept.value
+        errors = len(self.collected_errors.errors)
+        spent = budget.spent if budget is not None else 0
+        value = super().collect_and_execute_subfields(
+            return_type, field_details_list, path, result, position_context
+        )
+        if type(value) is dict and len(self.collected_errors.errors) == errors:
+            cost = budget.spent - spent if budget is not None else 0
+            KEPT.put(
+                key, Completed(result, self.operation, self.variable_values.coerced, value, cost)
+            )
+        return value
+
+    def _selection(self, field_details_list: FieldDetailsList) -> tuple[int, ...]:
+        """What, besides the record, a kept object is filed under: the operation, the
+        variables' values and the field nodes."""
+        if self._variables_key is None:
+            text = json.dumps(self.variable_values.coerced, sort_keys=True, default=repr)
+            self._variables_key = hash(text)
+        nodes = (id(d.node) for d in field_details_list)
+        return (id(self.operation), self._variables_key, *nodes)
+
+    def _reusable(
+        self, object_type: GraphQLObjectType, field_details_list: FieldDetailsList
+    ) -> bool:
+        """Whether what these fields make of an ``object_type`` record may be kept and reused."""
+        if not (object_type.extensions or {}).get(REUSABLE):
+            return False
+        if any(d.fragment_variable_values is not None for d in field_details_list):
+            return False
+        nodes = tuple(d.node for d in field_details_list)
+        return KEPT.pure(self.operation, self.fragments, object_type, nodes)
+
+    def complete_iterable_value(
+        self,
+        item_type: GraphQLOutputType,
+        field_details_list: FieldDetailsList,
+        info: GraphQLResolveInfo[Any],
+        path: Path,
+        items: Iterable[Any],
+        position_context: Any,
+    ) -> Any:
+        """A list of records: each one's completed object reused where it may be, the
+        rest completed as graphql-core does (and kept)."""
+        object_type = get_nullable_type(item_type)
+        if not (
+            isinstance(object_type, GraphQLObjectType)
+            and self._reusable(object_type, field_details_list)
+        ) or self.get_stream_usage(field_details_list, path):
+            return super().complete_iterable_value(
+                item_type, field_details_list, info, path, items, position_context
+            )
+        operation, variables = self.operation, self.variable_values.coerced
+        suffix = self._selection(field_details_list)
+        get = KEPT.get
+        budget = self.budget
+        completed: list[Any] = []
+        for index, item in enumerate(items):
+            kept = get((id(item), *suffix))
+            if kept is not None and kept.matches(item, operation, variables):
+                completed.append(kept.value)
+                if budget is not None:
+                    budget.spent += kept.spent
+                    budget.ticks -= 1
+                    if budget.ticks <= 0:
+                        budget.check()
+            elif self.complete_list_item_value(
+                item,
+                completed,
+                item_type,
+                field_details_list,
+                info,
+                path.add_key(index, None),
+                position_context,
+            ):
+                raise TypeError(f"{object_type.name} objects must complete synchronously")
+        return completed
 
 
 def _size(value: Any) -> int:

@@ -3,7 +3,7 @@
 from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from enum import Enum
-from typing import Any
+from typing import Any, overload
 
 import strawberry
 from graphql import GraphQLError
@@ -20,7 +20,7 @@ __all__ = [
     "HypervisorOrder",
     "apply_filter",
     "compile_filter",
-    "order_keys",
+    "ordered",
 ]
 
 Predicate = Callable[[domain.Hypervisor], bool]
@@ -132,13 +132,13 @@ class HypervisorOrder:
     )
 
 
-def apply_filter(snapshot: Snapshot, where: HypervisorFilter | None) -> list[domain.Hypervisor]:
+def apply_filter(snapshot: Snapshot, where: HypervisorFilter | None) -> Sequence[domain.Hypervisor]:
     """The hypervisors of ``snapshot`` that match, in name order.
 
     Starts from the narrowest index the filter allows, then checks the rest.
     """
     if where is None:
-        return list(snapshot.ordered)
+        return snapshot.ordered
     candidates: Iterable[domain.Hypervisor] = snapshot.ordered
     if where.consumer is not None:
         names = {b.hypervisor for b in snapshot.by_consumer.get(where.consumer.lower(), ())}
@@ -205,17 +205,50 @@ def _request(requests: Sequence[ResourceRequest]) -> dict[str, Decimal]:
 # (unknown last, value, name), with values negated for DESC.
 
 Key = tuple[int, Decimal, Any]
+_ZERO = Decimal(0)
 
 
-def order_keys(
+def ordered(
     hypervisors: Sequence[domain.Hypervisor], order: HypervisorOrder | None
-) -> list[Key]:
+) -> tuple[Sequence[domain.Hypervisor], Sequence[Key]]:
+    """``hypervisors`` (in name order) sorted by ``order``, with their keys.
+
+    By name, ascending (the default), they are in order already, and their keys
+    are made only where a page reads them: a page of a large fleet costs the page.
+    """
     order = order or HypervisorOrder()
+    if order.field is HypervisorOrderField.NAME and order.direction is OrderDirection.ASC:
+        return hypervisors, _NameKeys(hypervisors)
+    keys = _keys(hypervisors, order)
+    ranked = sorted(zip(keys, hypervisors, strict=True), key=lambda pair: pair[0])
+    return [h for _, h in ranked], [k for k, _ in ranked]
+
+
+class _NameKeys(Sequence[Key]):
+    """The keys of hosts in name order, for NAME ASC, each made when it is read."""
+
+    __slots__ = ("_hypervisors",)
+
+    def __init__(self, hypervisors: Sequence[domain.Hypervisor]) -> None:
+        self._hypervisors = hypervisors
+
+    def __len__(self) -> int:
+        return len(self._hypervisors)
+
+    @overload
+    def __getitem__(self, index: int) -> Key: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Key]: ...
+    def __getitem__(self, index: int | slice) -> Key | list[Key]:
+        if isinstance(index, slice):
+            return [(0, _ZERO, h.name) for h in self._hypervisors[index]]
+        return (0, _ZERO, self._hypervisors[index].name)
+
+
+def _keys(hypervisors: Sequence[domain.Hypervisor], order: HypervisorOrder) -> list[Key]:
     descending = order.direction is OrderDirection.DESC
     if order.field is HypervisorOrderField.NAME:
-        return [
-            (0, Decimal(0), _descending_name(h.name) if descending else h.name) for h in hypervisors
-        ]
+        return [(0, _ZERO, _descending_name(h.name)) for h in hypervisors]
     if not order.resource:
         raise GraphQLError(
             f"orderBy {order.field.value} needs a resource, e.g. cpu",

@@ -51,6 +51,9 @@ class Limits:
     #: passes at 20,000 hosts, a chain of hosts and consumers 12 deep does not.
     max_cost: int = 1_000_000
     max_seconds: float = 10.0
+    #: Operations estimated at most this cost run on the event loop: for them a worker
+    #: thread's handoff takes longer than the work (a 100-host page costs about 600).
+    inline_cost: int = 1000
     max_response_bytes: int = 64 * 1024 * 1024
     max_concurrent: int = 32
 

@@ -15,32 +15,29 @@ from strawberry.types import Info
 from gateway.api.arguments import SCALARS, UUID
 from gateway.api.catalog import Flavor, SlotGroup, flavor_slots
 from gateway.api.context import Context
-from gateway.api.executor import shortcut_resolvers
 from gateway.api.filters import (
     HypervisorFilter,
     HypervisorOrder,
     ResourceRequest,
     apply_filter,
-    order_keys,
+    ordered,
     position,
     position_key,
 )
 from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor, consumer_view
 from gateway.api.pagination import Connection, Cursor, Position, paginate
+from gateway.api.reuse import mark_reusable
 from gateway.api.scalars import CapacityView, PlacementProvider
+from gateway.api.shortcuts import shortcut_resolvers
 from gateway.api.subscriptions import Subscription
 from gateway.api.totals import FleetGroup, FleetGrouping, fleet_groups
 from gateway.store.source import SyncStatus as SyncStatusRecord
 
-__all__ = ["LIVE_FIELDS", "LOOKUP_FIELDS", "build_schema", "schema", "sdl"]
+__all__ = ["LIVE_FIELDS", "build_schema", "schema", "sdl"]
 
 #: Fields answered from the source's live status, not from the store snapshot:
 #: answers that read them are never taken from the response cache.
 LIVE_FIELDS = frozenset({"syncStatus"})
-
-#: Root fields that find one object by its key: a query of these alone, reading no
-#: list, is answered on the event loop (see gateway.http.operations).
-LOOKUP_FIELDS = frozenset({"hypervisor", "consumer", "placementProvider", "syncStatus"})
 
 
 FilterArg = Annotated[
@@ -156,12 +153,10 @@ class Query:
         first: FirstArg = None,
         after: AfterArg = None,
     ) -> Connection[Hypervisor]:
-        matches = apply_filter(info.context.snapshot, filter)
-        keys = order_keys(matches, order_by)
-        ranked = sorted(zip(keys, matches, strict=True), key=lambda pair: pair[0])
+        hosts, keys = ordered(apply_filter(info.context.snapshot, filter), order_by)
         return paginate(
-            [h for _, h in ranked],
-            [k for k, _ in ranked],
+            hosts,
+            keys,
             first,
             after,
             position,
@@ -274,8 +269,28 @@ class Query:
         return info.context.status  # type: ignore[return-value]
 
 
-#: Per-host lookups whose resolvers read the parent with String arguments only.
-DIRECT_LOOKUPS = (("Hypervisor", "resource"), ("Hypervisor", "label"))
+#: Fields of a host whose resolvers read the host (and String arguments) only.
+DIRECT_LOOKUPS = tuple(
+    ("Hypervisor", field)
+    for field in (
+        "resource",
+        "label",
+        "labels",
+        "traits",
+        "aggregates",
+        "conditions",
+        "overcommit",
+        "resources",
+        "cells",
+        "instances",
+        "created_at",
+        "operating_system",
+        "consumers",
+        "reservations",
+    )
+)
+#: Types whose objects are store records, immutable and shared by every answer.
+REUSABLE_TYPES = ("Hypervisor",)
 
 
 def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
@@ -292,6 +307,7 @@ def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
     )
     if shortcuts:
         shortcut_resolvers(built, DIRECT_LOOKUPS)
+        mark_reusable(built._schema, *REUSABLE_TYPES)
     return built
 
 

@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.api.context import Context
 from gateway.api.limits import Limits
-from gateway.api.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
+from gateway.api.schema import LIVE_FIELDS, schema
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.access import RequestObserver
 from gateway.http.assets import routes as page_routes
@@ -107,7 +107,6 @@ def create_app(
         limits,
         validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
         uncacheable=LIVE_FIELDS,
-        lookups=LOOKUP_FIELDS,
     )
     execution = Execution(schema._schema, limits)
     endpoint = GraphQLEndpoint(

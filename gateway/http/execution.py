@@ -6,6 +6,11 @@ taken and given back on the event loop, around the wait for the worker thread:
 however that wait ends (an answer, the deadline, the request cancelled, the
 thread never started), the slot is free again. The thread itself stops at its
 deadline (gateway.api.budget), and is told to stop as soon as nobody waits for it.
+
+An operation whose estimated cost is small (``Limits.inline_cost``: a lookup, the
+fleet's totals, a page) runs on the event loop instead: its work is shorter than
+a thread's handoff, and under churn, with the loop applying changes and the
+threads contending for the interpreter, that handoff was most of its time.
 """
 
 from __future__ import annotations
@@ -51,19 +56,15 @@ class Execution:
         variables: dict[str, Any] | None,
         operation_name: str | None,
         finish: Callable[[ExecutionResult], T],
+        cost: int,
     ) -> T:
-        """Execute in a worker thread, then ``finish`` the result there (serialize it).
+        """Execute in a worker thread, then ``finish`` the result there (serialize it);
+        on the event loop if ``cost`` (the operation's estimate) is at most the inline cost.
 
-        Raises :class:`HttpError` (429) when every slot is taken, and
-        :class:`RequestError` (400) for an operation over its time or size.
+        Raises :class:`HttpError` (429) when every slot is taken (an operation run on
+        the loop takes none), and :class:`RequestError` (400) for an operation over its
+        time or size.
         """
-        if self.running >= self.limits.max_concurrent:
-            raise HttpError(
-                429,
-                "too many queries in progress; retry shortly",
-                {"retry-after": "1"},
-                "TOO_MANY_REQUESTS",
-            )
         budget = Budget(self.limits.max_seconds, self.limits.max_response_bytes)
         context.budget = budget
 
@@ -75,6 +76,15 @@ class Execution:
                 error = LimitError(overrun.message, extensions={"code": overrun.code})
                 raise RequestError([error], status=400) from None
 
+        if cost <= self.limits.inline_cost:  # no thread, no slot: done before anything else runs
+            return work()
+        if self.running >= self.limits.max_concurrent:
+            raise HttpError(
+                429,
+                "too many queries in progress; retry shortly",
+                {"retry-after": "1"},
+                "TOO_MANY_REQUESTS",
+            )
         self.running += 1
         try:
             return await asyncio.wait_for(

@@ -10,8 +10,8 @@ With ``application/json`` every well-formed request gets 200, as the spec asks.
 Requests are worked out once per distinct payload and document (gateway.http.operations),
 and execution and serialization run in a worker thread (gateway.http.execution), within
 the cost, time, size and concurrency limits, so that one large query never stalls
-the event loop (health probes, other clients); only lookups of single objects,
-whose work is bounded by those objects, run on the loop itself.
+the event loop (health probes, other clients); only operations whose estimated
+cost is small, a lookup or the fleet's totals, run on the loop itself.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from gateway.api.limits import LimitError
 from gateway.http.assets import graphiql_html
 from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.http.cache import ResponseCache
-from gateway.http.execution import Execution, execute_document, mask
+from gateway.http.execution import Execution, mask
 from gateway.http.operations import Operations, PreparedOperation
 from gateway.http.request import (
     GRAPHQL_RESPONSE,
@@ -152,20 +152,15 @@ class GraphQLEndpoint:
             if (cached := await self.cache.get(key, context.pinned)) is not None:
                 request.state.outcome = "ok"
                 return Answer(200, cached, media_type)
-        if self.operations.is_lookup(params.query):
-            result = execute_document(
-                self.schema, prepared.document, context, params.variables, params.operation_name
-            )
-            body, failed = self._finish(result, request_id)
-        else:
-            self.operations.check_cost(prepared, context.pinned)
-            body, failed = await self.execution.run(
-                prepared.document,
-                context,
-                params.variables,
-                params.operation_name,
-                lambda result: self._finish(result, request_id),
-            )
+        cost = self.operations.check_cost(prepared, context.pinned)
+        body, failed = await self.execution.run(
+            prepared.document,
+            context,
+            params.variables,
+            params.operation_name,
+            lambda result: self._finish(result, request_id),
+            cost,
+        )
         request.state.outcome = "error" if failed else "ok"
         if self.cache is not None and key is not None and not failed:
             await self.cache.set(key, body, context.reads())

@@ -23,11 +23,7 @@ from graphql import (
     GraphQLError,
     GraphQLSchema,
     OperationDefinitionNode,
-    TypeInfo,
-    TypeInfoVisitor,
-    get_nullable_type,
     get_operation_ast,
-    is_list_type,
     parse,
     print_ast,
     specified_rules,
@@ -58,13 +54,15 @@ class PreparedOperation:
     """What a request's method and payload decide, before any check of its document.
 
     One instance serves every request with the same bytes: nothing may change it
-    (its digest is filled in once).
+    (its digest is filled in once, its cost once per fleet profile).
     """
 
     params: Params
     document: DocumentNode
     operation: OperationDefinitionNode
     _digest: str | None = dataclasses.field(default=None, init=False)
+    #: The estimated cost, and the fleet profile it was estimated on.
+    cost: tuple[Profile, int] | None = dataclasses.field(default=None, init=False)
 
     @property
     def name(self) -> str | None:
@@ -92,7 +90,6 @@ class Operations:
         *,
         validation_rules: Sequence[type[ASTValidationRule]] = (),
         uncacheable: frozenset[str] = frozenset(),
-        lookups: frozenset[str] = frozenset(),
         cache_size: int = 1024,
     ) -> None:
         self.schema = schema
@@ -100,11 +97,8 @@ class Operations:
         self.rules = (*specified_rules, *validation_rules)
         #: Fields whose answers are not a function of the store snapshot alone.
         self.uncacheable = uncacheable
-        #: Root fields that find one object by its key.
-        self.lookups = lookups
         self.parse = functools.lru_cache(maxsize=cache_size)(self._parse)
         self.validate = functools.lru_cache(maxsize=cache_size)(self._validate)
-        self.is_lookup = functools.lru_cache(maxsize=cache_size)(self._is_lookup)
         self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
 
     def prepare(self, method: str, payload: bytes) -> PreparedOperation:
@@ -153,59 +147,35 @@ class Operations:
             return None
         return print_ast(document)
 
-    def check_cost(self, prepared: PreparedOperation, snapshot: Snapshot) -> None:
-        """Refuse an operation whose estimated cost on ``snapshot`` is over the limit.
+    def check_cost(self, prepared: PreparedOperation, snapshot: Snapshot) -> int:
+        """The operation's estimated cost on ``snapshot``; refused if over the limit.
 
         Called once the document is valid, and only when it is about to run: a cached
         answer costs nothing, and the same request may cost more as the fleet grows.
+        Kept with the request for as long as the fleet's profile is the same.
         """
         params = prepared.params
-        cost = estimate(
-            self.schema,
-            prepared.document,
-            prepared.operation,
-            params.variables,
-            Profile.of(snapshot),
-            self.limits.max_page_size,
-        )
+        profile = Profile.of(snapshot)
+        known = prepared.cost
+        if known is not None and known[0] is profile:
+            cost = known[1]
+        else:
+            cost = estimate(
+                self.schema,
+                prepared.document,
+                prepared.operation,
+                params.variables,
+                profile,
+                self.limits.max_page_size,
+            )
+            prepared.cost = (profile, cost)
         if cost > self.limits.max_cost:
             message = (
                 f"query cost {cost} exceeds the limit of {self.limits.max_cost} "
                 f"(estimated from the fleet's {len(snapshot)} hosts and its list sizes)"
             )
             raise RequestError([LimitError(message, extensions={"code": "QUERY_TOO_COSTLY"})], 400)
-
-    def _is_lookup(self, query: str) -> bool:
-        """Whether a valid document only looks objects up by key and reads no list.
-
-        Its work is then bounded by the size of the few objects it names, whatever
-        the fleet's, and so small that handing it to a worker thread would take
-        longer than answering it on the event loop.
-        """
-        document = self.parse(query)
-        for definition in document.definitions:
-            if isinstance(definition, OperationDefinitionNode):
-                roots = definition.selection_set.selections
-                if not all(
-                    isinstance(r, FieldNode) and r.name.value in self.lookups for r in roots
-                ):
-                    return False
-        return not _reads_lists(self.schema, document)
-
-
-def _reads_lists(schema: GraphQLSchema, document: DocumentNode) -> bool:
-    """Whether any field selected in ``document`` (fragments included) returns a list."""
-    type_info = TypeInfo(schema)
-    found = False
-
-    class Finder(Visitor):
-        def enter_field(self, node: FieldNode, *_: Any) -> None:
-            nonlocal found
-            field = type_info.get_field_def()
-            found = found or field is None or is_list_type(get_nullable_type(field.type))
-
-    visit(document, TypeInfoVisitor(type_info, Finder()))
-    return found
+        return cost
 
 
 def _selects_any(document: DocumentNode, names: frozenset[str]) -> bool:

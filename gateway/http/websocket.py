@@ -87,7 +87,7 @@ class Streams:
         try:
             prepared = self.operations.prepare_params(params)
             self.operations.validate(params.query)
-            self.operations.check_cost(prepared, context.pinned)
+            cost = self.operations.check_cost(prepared, context.pinned)
         except RequestError as error:
             yield PreExecutionError(data=None, errors=error.errors)
             return
@@ -110,6 +110,7 @@ class Streams:
                 params.variables,
                 params.operation_name,
                 lambda result: result,
+                cost,
             )
         except RequestError as error:
             yield PreExecutionError(data=None, errors=error.errors)

@@ -33,6 +33,7 @@ from gateway.domain.ledger import Journal, Ledger, Step, Tally
 from gateway.domain.parse import ParseError, parse_hypervisor
 from gateway.domain.records import ConsumerBooking, Hypervisor
 from gateway.store.collector import collector_paused, settle
+from gateway.store.ordered import Ordered
 from gateway.store.shards import ShardedMap
 
 __all__ = ["Batch", "Change", "ChangeType", "Snapshot", "Store"]
@@ -92,9 +93,15 @@ class Snapshot:
         return len(self.by_name)
 
     @cached_property
-    def ordered(self) -> tuple[Hypervisor, ...]:
+    def names(self) -> tuple[str, ...]:
+        """Every hypervisor's name, sorted (handed on by the store while no host comes
+        or goes)."""
+        return tuple(sorted(self.by_name))
+
+    @cached_property
+    def ordered(self) -> Ordered:
         """All hypervisors, sorted by name."""
-        return tuple(self.by_name[name] for name in sorted(self.by_name))
+        return Ordered(self.names, self.by_name)
 
     @cached_property
     def by_consumer(self) -> Mapping[str, tuple[ConsumerBooking, ...]]:
@@ -346,7 +353,10 @@ class Store:
         if not changes:
             return
         old = self._snapshot
-        self._snapshot = Snapshot(old.generation + 1, hypervisors, self.resource_version, self)
+        new = Snapshot(old.generation + 1, hypervisors, self.resource_version, self)
+        if "names" in old.__dict__ and all(c.type is ChangeType.MODIFIED for c in changes):
+            new.__dict__["names"] = old.names  # the same hosts: the same order
+        self._snapshot = new
         step = _step(changes, len(hypervisors))
         self._journal.record(self._snapshot.generation, step)
         if step is not None:

@@ -1,0 +1,180 @@
+"""Completed objects kept per record, so that an answer costs only the hosts that changed.
+
+Under churn every change makes a new snapshot, and a cached answer that read
+the fleet is gone with it; but of a 5,000-host page only the changed host is
+new. Records are immutable and replaced on every change, so what a selection
+makes of a record is the same for as long as that record is the one in the
+store, provided the selection reads nothing but the record: every field in it
+an attribute or a lookup (:mod:`gateway.api.shortcuts`), down to its leaves.
+Such a selection's completed object is kept, keyed by the record, the
+operation and the variables, and reused by the next answer that reaches the
+same record with the same selection.
+
+Only types marked reusable (:func:`mark_reusable`: types whose objects are
+store records, not built per request) are kept; a completion that added an
+error is not. Shared by the worker threads: lookups are plain dictionary
+reads, which the GIL keeps whole; stores and evictions take a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from graphql import (
+    FieldNode,
+    FragmentSpreadNode,
+    GraphQLObjectType,
+    GraphQLSchema,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+    get_named_type,
+)
+from graphql.execution.collect_fields import FragmentDetails
+
+from gateway.api.shortcuts import Attribute, Lookup
+
+__all__ = ["REUSABLE", "Completed", "Kept", "mark_reusable"]
+
+#: The key in a GraphQL type's ``extensions`` that marks it reusable.
+REUSABLE = "gateway.reusable"
+#: Objects kept at most, over all operations: a few selections of a 20,000-host fleet.
+MAX_KEPT = 65_536
+#: Directives that only select; any other (defer, stream) is left to execute.
+_SELECTING = frozenset({"include", "skip"})
+
+
+def mark_reusable(schema: GraphQLSchema, *type_names: str) -> None:
+    """Mark object types whose objects are immutable store records."""
+    for name in type_names:
+        graphql_type = schema.type_map[name]
+        if not isinstance(graphql_type, GraphQLObjectType):
+            raise TypeError(f"{name} is not an object type")
+        graphql_type.extensions = {**(graphql_type.extensions or {}), REUSABLE: True}
+
+
+class Completed:
+    """A completed object, with what it was made of and what it added to the answer."""
+
+    __slots__ = ("operation", "record", "spent", "value", "variables")
+
+    def __init__(
+        self,
+        record: Any,
+        operation: OperationDefinitionNode,
+        variables: Mapping[str, Any],
+        value: dict[str, Any],
+        spent: int,
+    ) -> None:
+        self.record = record
+        self.operation = operation
+        self.variables = variables
+        self.value = value
+        self.spent = spent
+
+    def matches(
+        self, record: Any, operation: OperationDefinitionNode, variables: Mapping[str, Any]
+    ) -> bool:
+        """Whether this was made of the same record, by the same selection and variables
+        (identity first: keys hold ids, which are reused once their objects are gone)."""
+        return (
+            self.record is record
+            and self.operation is operation
+            and (self.variables is variables or self.variables == variables)
+        )
+
+
+class Kept:
+    """Completed objects per (record, selection), oldest evicted first."""
+
+    def __init__(self, max_kept: int = MAX_KEPT) -> None:
+        self.max_kept = max_kept
+        self._kept: dict[tuple[int, ...], Completed] = {}
+        self._lock = threading.Lock()
+        #: Whether a selection (by operation, type and field nodes) reads only its record.
+        self._pure: dict[tuple[int, ...], bool] = {}
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, key: tuple[int, ...]) -> Completed | None:
+        return self._kept.get(key)
+
+    def put(self, key: tuple[int, ...], completed: Completed) -> None:
+        with self._lock:
+            self._kept.pop(key, None)
+            self._kept[key] = completed
+            while len(self._kept) > self.max_kept:
+                del self._kept[next(iter(self._kept))]
+
+    def pure(
+        self,
+        operation: OperationDefinitionNode,
+        fragments: Mapping[str, FragmentDetails],
+        object_type: GraphQLObjectType,
+        nodes: tuple[FieldNode, ...],
+    ) -> bool:
+        """Whether every field the ``nodes`` select on ``object_type`` reads only the object."""
+        key = (id(operation), id(object_type), *map(id, nodes))
+        found = self._pure.get(key)
+        if found is None:
+            walk = _Purity(fragments)
+            found = all(
+                n.selection_set is not None and walk.selections(object_type, n.selection_set)
+                for n in nodes
+            )
+            with self._lock:
+                if len(self._pure) > self.max_kept:
+                    self._pure.clear()
+                self._pure[key] = found
+        return found
+
+
+class _Purity:
+    def __init__(self, fragments: Mapping[str, FragmentDetails]) -> None:
+        self.fragments = fragments
+        self.seen: set[str] = set()
+
+    def selections(self, parent: GraphQLObjectType, selection_set: SelectionSetNode) -> bool:
+        for selection in selection_set.selections:
+            if any(d.name.value not in _SELECTING for d in selection.directives or ()):
+                return False
+            if isinstance(selection, FieldNode):
+                if not self.field(parent, selection):
+                    return False
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                if condition is not None and condition.name.value != parent.name:
+                    return False
+                if not self.selections(parent, selection.selection_set):
+                    return False
+            elif isinstance(selection, FragmentSpreadNode) and not self.spread(
+                parent, selection.name.value
+            ):
+                return False
+        return True
+
+    def spread(self, parent: GraphQLObjectType, name: str) -> bool:
+        details = self.fragments.get(name)
+        if details is None or details.variable_signatures:  # fragment arguments: left alone
+            return False
+        fragment = details.definition
+        if fragment.type_condition.name.value != parent.name:
+            return False
+        if name in self.seen:  # validation refuses cycles; a repeat was judged already
+            return True
+        self.seen.add(name)
+        return self.selections(parent, fragment.selection_set)
+
+    def field(self, parent: GraphQLObjectType, node: FieldNode) -> bool:
+        if node.name.value == "__typename":
+            return True
+        definition = parent.fields.get(node.name.value)
+        if definition is None or type(definition.resolve) not in (Attribute, Lookup):
+            return False
+        if node.selection_set is None:  # a leaf, or a list of them
+            return True
+        named = get_named_type(definition.type)
+        return isinstance(named, GraphQLObjectType) and self.selections(named, node.selection_set)

@@ -1,0 +1,125 @@
+"""Completed records are reused while they are the store's, and only when the selection
+reads nothing but the record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphql import ExecutionResult, execute, parse
+
+from gateway.api.context import Context
+from gateway.api.executor import KEPT, Executor
+from gateway.api.reuse import Completed, Kept
+from gateway.api.schema import build_schema, schema
+from gateway.domain.flavors import load_catalog
+from gateway.sources.demo.source import generate
+from gateway.store.source import SyncStatus
+from gateway.store.store import Store
+
+PAGE = parse(
+    '{ hypervisors { nodes { name zone cpu: resource(name: "cpu") { free capacity }'
+    " labels { key value } traits { name } } } }"
+)
+#: ConsumerBooking.hypervisor reads the snapshot, not the record.
+ACROSS = parse("{ hypervisors { nodes { name consumers { uuid hypervisor { name } } } } }")
+
+
+def context(store: Store) -> Context:
+    status = SyncStatus(source="test", synced=True)
+    return Context(store, status, None, catalog=load_catalog(None))  # type: ignore[arg-type]
+
+
+def run(store: Store, document: Any, variables: dict[str, Any] | None = None) -> ExecutionResult:
+    result = execute(
+        schema._schema,
+        document,
+        context_value=context(store),
+        variable_values=variables,
+        executor_class=Executor,
+    )
+    assert isinstance(result, ExecutionResult) and not result.errors, result
+    return result
+
+
+def nodes(result: ExecutionResult) -> list[dict[str, Any]]:
+    assert result.data is not None
+    return result.data["hypervisors"]["nodes"]  # type: ignore[no-any-return]
+
+
+def fleet(size: int = 6) -> tuple[Store, list[dict[str, Any]]]:
+    objects = generate(size, seed=3, bookings_per_host=3)
+    store = Store()
+    store.replace(objects)
+    store.mark_ready()
+    return store, objects
+
+
+def test_unchanged_hosts_are_reused_and_a_changed_one_is_made_again() -> None:
+    store, objects = fleet()
+    first = nodes(run(store, PAGE))
+    again = nodes(run(store, PAGE))
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    changed = dict(objects[2], metadata={**objects[2]["metadata"], "resourceVersion": "new"})
+    changed["metadata"]["labels"] = {**changed["metadata"].get("labels", {}), "extra": "yes"}
+    store.upsert(changed)
+    after = nodes(run(store, PAGE))
+    assert [a is b for a, b in zip(first, after, strict=True)] == [
+        name != changed["metadata"]["name"] for name in (n["name"] for n in first)
+    ]
+    assert {"key": "extra", "value": "yes"} in after[2]["labels"]
+
+
+def test_answers_equal_a_fresh_execution() -> None:
+    store, _ = fleet()
+    run(store, PAGE)
+    reused = nodes(run(store, PAGE))
+    plain = execute(build_schema(shortcuts=False)._schema, PAGE, context_value=context(store))
+    assert isinstance(plain, ExecutionResult) and plain.data is not None
+    assert reused == plain.data["hypervisors"]["nodes"]
+    assert len(KEPT) >= len(reused)
+
+
+def test_a_selection_that_reads_beyond_the_record_is_not_kept() -> None:
+    store, _ = fleet()
+    first = nodes(run(store, ACROSS))
+    again = nodes(run(store, ACROSS))
+    assert first == again
+    assert not any(a is b for a, b in zip(first, again, strict=True))
+
+
+def test_other_variables_make_other_objects() -> None:
+    store, _ = fleet()
+    document = parse(
+        "query($r: String!) { hypervisors { nodes { name resource(name: $r) { free } } } }"
+    )
+    cpu = nodes(run(store, document, {"r": "cpu"}))
+    memory = nodes(run(store, document, {"r": "memory"}))
+    assert not any(a is b for a, b in zip(cpu, memory, strict=True))
+    again = nodes(run(store, document, {"r": "cpu"}))
+    assert all(a is b for a, b in zip(cpu, again, strict=True))
+
+
+def test_kept_objects_are_bounded_oldest_first() -> None:
+    kept = Kept(max_kept=2)
+    operation = PAGE.definitions[0]
+    for i in range(3):
+        kept.put((i,), Completed(object(), operation, {}, {}, 0))  # type: ignore[arg-type]
+    assert len(kept) == 2
+    assert kept.get((0,)) is None and kept.get((2,)) is not None
+
+
+def test_fragments_of_the_record_are_reused_and_others_are_not() -> None:
+    store, _ = fleet()
+    spread = parse(
+        "{ hypervisors { nodes { ...Host } } } fragment Host on Hypervisor { name zone"
+        ' ... on Hypervisor { cpu: resource(name: "cpu") { free } } }'
+    )
+    first = nodes(run(store, spread))
+    assert all(a is b for a, b in zip(first, nodes(run(store, spread)), strict=True))
+    assert first[0]["cpu"] is not None and "zone" in first[0]
+    across = parse(
+        "{ hypervisors { nodes { ...Host } } }"
+        " fragment Host on Hypervisor { name consumers { hypervisor { name } } }"
+    )
+    first = nodes(run(store, across))
+    assert not any(a is b for a, b in zip(first, nodes(run(store, across)), strict=True))
