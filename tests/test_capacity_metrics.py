@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gateway.domain import fleet, slots
 from gateway.domain.flavors import load_catalog, parse_catalog
 from gateway.http import capacity_metrics
+from gateway.http.auth import Decision, Verdict
 from gateway.http.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposition, pieces
 from gateway.sources.demo.source import generate
 from gateway.store.store import Store
@@ -306,6 +307,35 @@ async def test_the_path_is_served_beside_metrics_with_the_same_host_check() -> N
             == (await client.get("/metrics", headers={"host": "evil.example"})).status_code
             == 421
         )
+
+
+class Tokens:
+    """An authorizer that knows two tokens: one allowed, one of a user without access."""
+
+    async def check(self, token: str | None) -> Verdict:
+        if token == "reader":
+            return Verdict(Decision.ALLOWED, "reader", "allowed")
+        if token == "stranger":
+            return Verdict(Decision.DENIED, "stranger", "no RBAC rule allows it")
+        return Verdict(Decision.INVALID, None, "token not accepted")
+
+
+async def test_the_series_ask_for_a_token_as_graphql_does_and_metrics_does_not() -> None:
+    async with serve(hand_made.objects(), authorizer=Tokens()) as (client, _):
+        anonymous = await client.get("/metrics/capacity")
+        assert anonymous.status_code == 401
+        assert anonymous.headers["www-authenticate"].startswith("Bearer")
+        assert "hypervisor_gateway" not in anonymous.text
+        bad = await client.get("/metrics/capacity", headers={"authorization": "Bearer nope"})
+        assert bad.status_code == 401
+        stranger = await client.get(
+            "/metrics/capacity", headers={"authorization": "Bearer stranger"}
+        )
+        assert stranger.status_code == 403 and stranger.text.startswith("forbidden")
+        reader = await client.get("/metrics/capacity", headers={"authorization": "Bearer reader"})
+        assert reader.status_code == 200
+        assert "hypervisor_gateway_hypervisor_free{" in reader.text
+        assert (await client.get("/metrics")).status_code == 200  # the gateway's own: open
 
 
 # A real Prometheus scraping the real app.

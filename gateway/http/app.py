@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -22,7 +22,7 @@ from gateway.api.schema import LIVE_FIELDS, LOOKUP_FIELDS, schema
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.access import RequestObserver
 from gateway.http.assets import routes as page_routes
-from gateway.http.auth import Authorizer
+from gateway.http.auth import AllowAll, Authorizer, bearer_token, refusal
 from gateway.http.cache import ResponseCache
 from gateway.http.capacity_metrics import CONTENT_TYPE, CapacityExposition, pieces
 from gateway.http.execution import Execution
@@ -140,7 +140,17 @@ def create_app(
     metrics = metrics or Metrics()
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
 
+    guard = authorizer or AllowAll()
+
     async def capacity_metrics(request: Request) -> Response:
+        # The per-host figures the GraphQL API guards, so the same check (/metrics,
+        # the gateway's own health, stays open).
+        verdict = await guard.check(bearer_token(request.headers.get("authorization")))
+        refused = refusal(verdict)
+        if refused is not None:
+            return PlainTextResponse(
+                refused.message + "\n", refused.status, headers=refused.headers
+            )
         chunks = await exposition.current()
         return StreamingResponse(pieces(chunks), headers={"content-type": CONTENT_TYPE})
 
