@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import gc
 import itertools
 import random
 import socket
@@ -25,6 +26,7 @@ from gateway.domain.flavors import load_catalog, parse_catalog
 from gateway.http import capacity_metrics
 from gateway.http.auth import Decision, Verdict
 from gateway.http.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposition, pieces
+from gateway.http.capacity_text import HostLines
 from gateway.sources.demo.source import generate
 from gateway.store.store import Store
 from tests import fleet as hand_made
@@ -260,6 +262,19 @@ async def test_the_renderer_formats_changes_before_the_scrape_asks(
     assert len(formatted) == 5  # the scrape had nothing left to format
     a = host_labels("node-a", "qa-de-1a", "bb01", resource="cpu")
     assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 31
+
+
+def test_a_record_written_again_with_the_same_figures_is_not_kept_alive() -> None:
+    rendered = exposition(hand_made.objects())
+    rendered.render()
+    before = rendered.store.snapshot.by_name["node-a"]
+    again = hand_made.objects()
+    for obj in again:  # a status round: every record new, no figure changed
+        obj["metadata"]["resourceVersion"] = "2"
+    rendered.store.replace(again)
+    rendered.render()
+    assert rendered.store.snapshot.by_name["node-a"] is not before
+    assert not [r for r in gc.get_referrers(before) if isinstance(r, HostLines)]
 
 
 def test_label_values_are_escaped() -> None:

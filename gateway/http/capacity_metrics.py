@@ -191,6 +191,11 @@ class CapacityExposition:
             host = self._hosts.get(name)
             if host is None or not same_figures(host.record, record):
                 self._move(name, host, host_lines(record))
+            elif host.record is not record:
+                # The same lines and the same part of the sums, the record the store
+                # holds: the one it replaced would otherwise be kept alive here.
+                kept = HostLines(record, host.group, host.lines)
+                self._hosts[name] = self._members[host.group][name] = kept
         for name in seen.keys() - shard.keys():
             self._move(name, self._hosts[name], None)
 
