@@ -264,17 +264,19 @@ async def test_the_renderer_formats_changes_before_the_scrape_asks(
     assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 31
 
 
-def test_a_record_written_again_with_the_same_figures_is_not_kept_alive() -> None:
+async def test_records_and_snapshots_the_store_let_go_are_not_kept_alive() -> None:
+    """Else the next scrape frees a whole fleet's records at once, when it lets go."""
     rendered = exposition(hand_made.objects())
     rendered.render()
-    before = rendered.store.snapshot.by_name["node-a"]
+    snapshot, before = rendered.store.snapshot, rendered.store.snapshot.by_name["node-a"]
     again = hand_made.objects()
     for obj in again:  # a status round: every record new, no figure changed
         obj["metadata"]["resourceVersion"] = "2"
     rendered.store.replace(again)
-    rendered.render()
+    await rendered.rendered()  # as the renderer does between scrapes
     assert rendered.store.snapshot.by_name["node-a"] is not before
     assert not [r for r in gc.get_referrers(before) if isinstance(r, HostLines)]
+    assert not [r for r in gc.get_referrers(snapshot) if isinstance(r, tuple)]
 
 
 def test_label_values_are_escaped() -> None:

@@ -79,7 +79,10 @@ class CapacityExposition:
         # Per group whose members changed since its lines were made: the records its
         # sums counted that left, and the ones that came (by name) that they did not.
         self._moves: dict[tuple[str, str], tuple[list[Hypervisor], dict[str, Hypervisor]]] = {}
-        self._chunks: tuple[Snapshot | None, tuple[bytes, ...]] = (None, ())
+        # The generation the text was put together for, not its snapshot: held here,
+        # a snapshot's records outlive the store's use of them, and the next scrape,
+        # letting go, frees them all at once (90 ms at 5,000 hosts after a status round).
+        self._chunks: tuple[int, tuple[bytes, ...]] = (-1, ())
         self._primed = False
 
     def chunks(self) -> tuple[bytes, ...]:
@@ -157,14 +160,14 @@ class CapacityExposition:
 
     def _assembled(self, snapshot: Snapshot) -> tuple[bytes, ...]:
         rendered, chunks = self._chunks
-        if rendered is not snapshot:
+        if rendered != snapshot.generation:
             groups = [self._groups[key] for key in sorted(self._groups)]
             chunks = tuple(
                 chunk
                 for family in FAMILIES
                 for chunk in (HEADERS[family], *(group.lines[family] for group in groups))
             )
-            self._chunks = (snapshot, chunks)
+            self._chunks = (snapshot.generation, chunks)
         return chunks
 
     def _regroup(self, key: tuple[str, str]) -> None:
