@@ -195,9 +195,11 @@ async def test_a_scrape_renders_in_slices_the_snapshot_current_when_asked() -> N
     assert rendered.render() == CapacityExposition(store, load_catalog(None)).render()
 
 
-def test_sums_carried_change_by_change_are_the_sums_counted_afresh() -> None:
+@pytest.mark.parametrize("objects", [generate(30, seed=5), hand_made.objects()])
+def test_sums_carried_change_by_change_are_the_sums_counted_afresh(
+    objects: list[dict[str, Any]],
+) -> None:
     """Hosts change figures, move between groups, come and go, several per render."""
-    objects = generate(30, seed=5)
     catalog = load_catalog(None)
     rendered = exposition(objects, catalog)
     rendered.render()

@@ -113,8 +113,12 @@ def _labels(names: Sequence[str], values: Iterable[str | None]) -> str:
 
 
 def _number(value: Decimal | int) -> str:
-    """Exact digits; ``Decimal`` may write an exponent (``1E+3``), which Prometheus reads."""
-    return str(value)
+    """Exact digits; ``Decimal`` may write an exponent (``1E+3``), which Prometheus reads.
+
+    Zero is ``0``: a sum that lost its last term by subtraction is ``-0`` under the
+    quantities' rounding (toward floor), which would read as a change of sign.
+    """
+    return "0" if value == 0 else str(value)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
