@@ -240,6 +240,54 @@ async def test_allowed_denied_and_anonymous(
         assert token not in logged
 
 
+async def test_capacity_series_are_guarded_as_graphql_is_and_metrics_is_open(
+    gateway: tuple[str, Decisions, Store], rbac: dict[str, str]
+) -> None:
+    """The same per-host figures as the API, so the same reviews; Prometheus' token is
+    a reader's (deploy/monitoring binds it)."""
+    address, _, _ = gateway
+
+    async def scrape(path: str, token: str | None) -> httpx.Response:
+        headers = {} if token is None else {"authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient() as client:
+            return await client.get(f"http://{address}{path}", headers=headers)
+
+    allowed = await scrape("/metrics/capacity", rbac["reader"])
+    assert allowed.status_code == 200
+    assert "hypervisor_gateway_fleet_hosts{" in allowed.text  # auth-node-1's group
+    assert (await scrape("/metrics/capacity", rbac["stranger"])).status_code == 403
+    anonymous = await scrape("/metrics/capacity", None)
+    assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"]
+    assert (await scrape("/metrics", None)).status_code == 200
+
+
+async def test_the_scraper_of_deploy_monitoring_may_read_the_capacity_series(
+    gateway: tuple[str, Decisions, Store], cluster: ControlPlane
+) -> None:
+    """The binding deploy/monitoring gives Prometheus' token is enough for the review."""
+    (binding,) = (
+        d
+        for d in yaml.safe_load_all((ROOT / "deploy/monitoring/capacity-scraper.yaml").read_text())
+        if d["kind"] == "ClusterRoleBinding"
+    )
+    (bound,) = binding["subjects"]
+    account = bound["name"]
+    setup = Setup(cluster)
+    token = setup.service_account_token(account)
+    name = f"test-{binding['metadata']['name']}"
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    _bind(setup.admin, f"test-{binding['roleRef']['name']}", subject, name)
+    try:
+        address, _, _ = gateway
+        async with httpx.AsyncClient() as client:
+            scrape = await client.get(
+                f"http://{address}/metrics/capacity", headers={"authorization": f"Bearer {token}"}
+            )
+        assert scrape.status_code == 200, scrape.text
+    finally:
+        setup.admin.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{name}")
+
+
 async def test_a_burst_costs_one_review(
     gateway: tuple[str, Decisions, Store], rbac: dict[str, str], clock: Clock
 ) -> None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import gc
+import itertools
+import random
 import socket
 import subprocess
 import tempfile
@@ -19,12 +23,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.domain import fleet, slots
 from gateway.domain.flavors import load_catalog, parse_catalog
+from gateway.http import capacity_metrics
+from gateway.http.auth import Decision, Verdict
 from gateway.http.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposition, pieces
+from gateway.http.capacity_text import HostLines
 from gateway.sources.demo.source import generate
 from gateway.store.store import Store
 from tests import fleet as hand_made
 from tests.objects import hypervisor
-from tests.support import query, run_server, serve
+from tests.support import eventually, query, run_server, serve
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 PROMTOOL = Path("/usr/bin/promtool")
@@ -154,6 +161,126 @@ def test_a_host_written_again_with_new_labels_is_formatted_again() -> None:
     assert value(found, "hypervisor_gateway_hypervisor_free", **a | {"maintenance": ""}) is None
 
 
+def one_unit_a_slice(store: Store, catalog: Any = CATALOG) -> CapacityExposition:
+    """An exposition whose clock ticks once per look, so each slice renders one shard or
+    one group: the finest interleaving with the loop and with store changes."""
+    ticks = itertools.count()
+    return CapacityExposition(store, catalog, slice_seconds=0.5, clock=lambda: next(ticks))
+
+
+async def test_a_scrape_renders_in_slices_the_snapshot_current_when_asked() -> None:
+    objects = generate(40, seed=2)
+    store = Store()
+    store.replace(objects)
+    rendered = one_unit_a_slice(store, load_catalog(None))
+    others = 0
+
+    async def meanwhile() -> None:
+        nonlocal others
+        while True:
+            others += 1
+            moved = copy.deepcopy(objects[others % 40])
+            moved["metadata"]["resourceVersion"] = f"moved-{others}"
+            moved["metadata"]["labels"]["topology.kubernetes.io/zone"] = f"zone-{others % 3}"
+            store.upsert(moved)  # the store moves on between slices
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(meanwhile())
+    try:
+        text = b"".join(await rendered.current())
+    finally:
+        task.cancel()
+    assert others > 10  # the loop ran, and the store moved on, between slices
+    assert text == exposition(objects, load_catalog(None)).render()  # as it was when asked
+    assert rendered.render() == CapacityExposition(store, load_catalog(None)).render()
+
+
+@pytest.mark.parametrize("objects", [generate(30, seed=5), hand_made.objects()])
+def test_sums_carried_change_by_change_are_the_sums_counted_afresh(
+    objects: list[dict[str, Any]],
+) -> None:
+    """Hosts change figures, move between groups, come and go, several per render."""
+    catalog = load_catalog(None)
+    rendered = exposition(objects, catalog)
+    rendered.render()
+    pick = random.Random(5)
+    for step in range(40):
+        for _ in range(pick.randint(1, 4)):
+            obj = copy.deepcopy(pick.choice(objects))
+            obj["metadata"]["resourceVersion"] = f"{step}-{pick.random()}"
+            what = pick.randrange(4)
+            if what == 0:
+                obj["metadata"]["labels"]["topology.kubernetes.io/zone"] = pick.choice("abc")
+            elif what == 1 and obj.get("status", {}).get("allocation"):
+                obj["status"]["allocation"]["cpu"] = pick.randint(0, 64)
+            elif what == 2:
+                rendered.store.delete(obj["metadata"]["name"])
+                continue
+            rendered.store.upsert(obj)
+        fresh = CapacityExposition(rendered.store, catalog)
+        assert rendered.render() == fresh.render(), step
+
+
+def test_primed_once_a_ready_store_is_rendered_a_slice_per_look() -> None:
+    store = Store()
+    store.replace(generate(30, seed=4))
+    rendered = one_unit_a_slice(store)
+    assert not rendered.primed()  # not ready: nothing done
+    store.mark_ready()
+    looks = 1
+    while not rendered.primed():
+        looks += 1
+    assert looks > 10  # one shard or group per look, not the fleet at once
+    assert rendered.primed()
+
+
+async def test_the_renderer_formats_changes_before_the_scrape_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = Store()
+    rendered = CapacityExposition(store, CATALOG)
+    formatted: list[str] = []
+
+    def counted(record: Any) -> Any:
+        formatted.append(record.name)
+        return host_lines(record)
+
+    host_lines = capacity_metrics.host_lines
+    monkeypatch.setattr(capacity_metrics, "host_lines", counted)
+    task = asyncio.create_task(rendered.run(coalesce_seconds=0))
+    try:
+        store.replace(hand_made.objects())
+        store.mark_ready()
+        await eventually(lambda: len(formatted) == 4)
+        await eventually(rendered.primed)
+        changed = hand_made.objects()[0]
+        changed["metadata"]["resourceVersion"] = "2"
+        changed["status"]["allocation"]["cpu"] = "31"
+        store.upsert(changed)
+        await eventually(lambda: len(formatted) == 5)
+    finally:
+        task.cancel()
+    found = samples(b"".join(await rendered.current()))
+    assert len(formatted) == 5  # the scrape had nothing left to format
+    a = host_labels("node-a", "qa-de-1a", "bb01", resource="cpu")
+    assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 31
+
+
+async def test_records_and_snapshots_the_store_let_go_are_not_kept_alive() -> None:
+    """Else the next scrape frees a whole fleet's records at once, when it lets go."""
+    rendered = exposition(hand_made.objects())
+    rendered.render()
+    snapshot, before = rendered.store.snapshot, rendered.store.snapshot.by_name["node-a"]
+    again = hand_made.objects()
+    for obj in again:  # a status round: every record new, no figure changed
+        obj["metadata"]["resourceVersion"] = "2"
+    rendered.store.replace(again)
+    await rendered.rendered()  # as the renderer does between scrapes
+    assert rendered.store.snapshot.by_name["node-a"] is not before
+    assert not [r for r in gc.get_referrers(before) if isinstance(r, HostLines)]
+    assert not [r for r in gc.get_referrers(snapshot) if isinstance(r, tuple)]
+
+
 def test_label_values_are_escaped() -> None:
     odd = 'we"ird\\zone\nx'
     obj = hypervisor(
@@ -199,6 +326,35 @@ async def test_the_path_is_served_beside_metrics_with_the_same_host_check() -> N
             == (await client.get("/metrics", headers={"host": "evil.example"})).status_code
             == 421
         )
+
+
+class Tokens:
+    """An authorizer that knows two tokens: one allowed, one of a user without access."""
+
+    async def check(self, token: str | None) -> Verdict:
+        if token == "reader":
+            return Verdict(Decision.ALLOWED, "reader", "allowed")
+        if token == "stranger":
+            return Verdict(Decision.DENIED, "stranger", "no RBAC rule allows it")
+        return Verdict(Decision.INVALID, None, "token not accepted")
+
+
+async def test_the_series_ask_for_a_token_as_graphql_does_and_metrics_does_not() -> None:
+    async with serve(hand_made.objects(), authorizer=Tokens()) as (client, _):
+        anonymous = await client.get("/metrics/capacity")
+        assert anonymous.status_code == 401
+        assert anonymous.headers["www-authenticate"].startswith("Bearer")
+        assert "hypervisor_gateway" not in anonymous.text
+        bad = await client.get("/metrics/capacity", headers={"authorization": "Bearer nope"})
+        assert bad.status_code == 401
+        stranger = await client.get(
+            "/metrics/capacity", headers={"authorization": "Bearer stranger"}
+        )
+        assert stranger.status_code == 403 and stranger.text.startswith("forbidden")
+        reader = await client.get("/metrics/capacity", headers={"authorization": "Bearer reader"})
+        assert reader.status_code == 200
+        assert "hypervisor_gateway_hypervisor_free{" in reader.text
+        assert (await client.get("/metrics")).status_code == 200  # the gateway's own: open
 
 
 # A real Prometheus scraping the real app.

@@ -220,6 +220,31 @@ def test_rbac_grants_the_gateway_what_it_needs_and_no_more() -> None:
     ]
 
 
+def test_the_capacity_scrape_sends_a_token_the_reader_role_lets_in() -> None:
+    """Under --auth kubernetes /metrics/capacity is checked as GraphQL is; /metrics is open."""
+    monitoring = objects(DEPLOY / "monitoring")
+    (capacity,) = (
+        e for m in monitors() for e in m["spec"]["endpoints"] if e["path"] == "/metrics/capacity"
+    )
+    assert capacity["authorization"]["type"] == "Bearer"
+    credentials = capacity["authorization"]["credentials"]
+    secret = monitoring[("Secret", credentials["name"])]
+    assert secret["type"] == "kubernetes.io/service-account-token" and credentials["key"] == "token"
+    account = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    assert ("ServiceAccount", account) in monitoring
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    bound = [
+        o["roleRef"]["name"]
+        for (kind, _), o in monitoring.items()
+        if kind == "ClusterRoleBinding" and subject in o["subjects"]
+    ]
+    assert bound == ["hypervisor-reader"]  # list hypervisors: what the review asks
+    (operational,) = (
+        e for m in monitors() for e in m["spec"]["endpoints"] if e["path"] == "/metrics"
+    )
+    assert "authorization" not in operational
+
+
 @pytest.mark.cluster
 @pytest.mark.parametrize("directory", ["base", "monitoring"])
 def test_kustomize_renders(directory: str, kubectl: Path) -> None:

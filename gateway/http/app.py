@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -22,7 +22,7 @@ from gateway.api.schema import LIVE_FIELDS, schema
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.access import RequestObserver
 from gateway.http.assets import routes as page_routes
-from gateway.http.auth import Authorizer
+from gateway.http.auth import AllowAll, Authorizer, bearer_token, refusal
 from gateway.http.cache import ResponseCache
 from gateway.http.capacity_metrics import CONTENT_TYPE, CapacityExposition, pieces
 from gateway.http.execution import Execution
@@ -69,6 +69,7 @@ def create_app(
     store = store or Store()
     limits = limits or Limits()
     feed = Feed(store)
+    exposition = CapacityExposition(store, catalog)
 
     def context(request: Request) -> Context:
         return Context(
@@ -81,7 +82,8 @@ def create_app(
     async def readyz(request: Request) -> Response:
         status = source.status
         body = {
-            "ready": store.ready and status.synced,
+            # Primed: a scrape of the capacity series never pays for the whole fleet.
+            "ready": store.ready and status.synced and exposition.primed(),
             "hypervisors": len(store.snapshot),
             "generation": store.snapshot.generation,
             "error": status.error,
@@ -93,12 +95,15 @@ def create_app(
         feed.start()
         task = asyncio.create_task(source.run(store), name="source")
         task.add_done_callback(_report_exit)
+        rendering = asyncio.create_task(exposition.run(coalesce_interval), name="capacity")
+        rendering.add_done_callback(_report_exit)
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for running in (task, rendering):
+                running.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await running
             feed.stop()
 
     # One policy for both transports: the same checks, slots, time and size limits.
@@ -133,11 +138,19 @@ def create_app(
     )
     metrics = metrics or Metrics()
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
-    exposition = CapacityExposition(store, catalog)
+
+    guard = authorizer or AllowAll()
 
     async def capacity_metrics(request: Request) -> Response:
-        # In a thread: the first scrape of a large fleet formats every host once.
-        chunks = await asyncio.to_thread(exposition.chunks)
+        # The per-host figures the GraphQL API guards, so the same check (/metrics,
+        # the gateway's own health, stays open).
+        verdict = await guard.check(bearer_token(request.headers.get("authorization")))
+        refused = refusal(verdict)
+        if refused is not None:
+            return PlainTextResponse(
+                refused.message + "\n", refused.status, headers=refused.headers
+            )
+        chunks = await exposition.current()
         return StreamingResponse(pieces(chunks), headers={"content-type": CONTENT_TYPE})
 
     app = Starlette(
@@ -188,4 +201,4 @@ class OptionsAnswered:
 
 def _report_exit(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
-        log.error("the source stopped", exc_info=task.exception())
+        log.error("the %s task stopped", task.get_name(), exc_info=task.exception())

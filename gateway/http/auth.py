@@ -38,8 +38,10 @@ __all__ = [
     "Authorizer",
     "Decision",
     "KubernetesAuthorizer",
+    "Refusal",
     "Verdict",
     "bearer_token",
+    "refusal",
 ]
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,30 @@ class Verdict:
     @property
     def allowed(self) -> bool:
         return self.decision is Decision.ALLOWED
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Refusal:
+    """How an HTTP endpoint answers a verdict that does not let the caller in."""
+
+    status: int
+    message: str
+    code: str
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def refusal(verdict: Verdict) -> Refusal | None:
+    """The answer to a refused caller (None when allowed): 401 with a challenge for no
+    or a bad token, 403 for a user without permission, 503 when no review could be made.
+    """
+    if verdict.decision is Decision.INVALID:
+        challenge = {"www-authenticate": 'Bearer realm="hypervisor-gateway"'}
+        return Refusal(401, f"unauthenticated: {verdict.reason}", "UNAUTHENTICATED", challenge)
+    if verdict.decision is Decision.DENIED:
+        return Refusal(403, f"forbidden: {verdict.reason}", "FORBIDDEN")
+    if verdict.decision is Decision.ERROR:
+        return Refusal(503, verdict.reason, "UNAVAILABLE", {"retry-after": "5"})
+    return None
 
 
 class Authorizer(Protocol):

@@ -34,7 +34,7 @@ from gateway.api.budget import TOO_LARGE
 from gateway.api.context import Context
 from gateway.api.limits import LimitError
 from gateway.http.assets import graphiql_html
-from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
+from gateway.http.auth import AllowAll, Authorizer, bearer_token, refusal
 from gateway.http.cache import ResponseCache
 from gateway.http.execution import Execution, mask
 from gateway.http.operations import Operations, PreparedOperation
@@ -119,13 +119,9 @@ class GraphQLEndpoint:
 
     async def _authorize(self, request: Request) -> None:
         verdict = await self.authorizer.check(bearer_token(request.headers.get("authorization")))
-        if verdict.decision is Decision.INVALID:
-            challenge = {"www-authenticate": 'Bearer realm="hypervisor-gateway"'}
-            raise HttpError(401, f"unauthenticated: {verdict.reason}", challenge, "UNAUTHENTICATED")
-        if verdict.decision is Decision.DENIED:
-            raise HttpError(403, f"forbidden: {verdict.reason}", code="FORBIDDEN")
-        if verdict.decision is Decision.ERROR:
-            raise HttpError(503, verdict.reason, {"retry-after": "5"}, "UNAVAILABLE")
+        refused = refusal(verdict)
+        if refused is not None:
+            raise HttpError(refused.status, refused.message, refused.headers, refused.code)
         request.state.user = verdict.user
 
     async def _run(
