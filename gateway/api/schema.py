@@ -269,28 +269,34 @@ class Query:
         return info.context.status  # type: ignore[return-value]
 
 
-#: Fields of a host whose resolvers read the host (and String arguments) only.
-DIRECT_LOOKUPS = tuple(
-    ("Hypervisor", field)
-    for field in (
-        "resource",
-        "label",
-        "labels",
-        "traits",
-        "aggregates",
-        "conditions",
-        "overcommit",
-        "resources",
-        "cells",
-        "instances",
-        "created_at",
-        "operating_system",
-        "consumers",
-        "reservations",
-    )
+#: Fields whose resolvers read their parent (and String arguments) only.
+DIRECT_LOOKUPS = (
+    ("FleetGroup", "resources"),
+    ("FleetGroup", "resource"),
+    ("FleetResource", "utilization"),
+    *(
+        ("Hypervisor", field)
+        for field in (
+            "resource",
+            "label",
+            "labels",
+            "traits",
+            "aggregates",
+            "conditions",
+            "overcommit",
+            "resources",
+            "cells",
+            "instances",
+            "created_at",
+            "operating_system",
+            "consumers",
+            "reservations",
+        )
+    ),
 )
-#: Types whose objects are store records, immutable and shared by every answer.
-REUSABLE_TYPES = ("Hypervisor",)
+#: Types whose objects are store records (or a ledger's totals), immutable and shared
+#: by every answer.
+REUSABLE_TYPES = ("Hypervisor", "FleetGroup")
 
 
 def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
