@@ -239,3 +239,10 @@ def test_attribute_fields_need_the_default_resolver_to_be_getattr() -> None:
     built = strawberry.Schema(query=Root, config=config)
     with pytest.raises(TypeError, match="getattr"):
         shortcut_resolvers(built, [])
+
+
+def test_subscription_events_are_executed_by_the_same_executor() -> None:
+    """Strawberry runs subscriptions; each event's selection must take the short paths
+    and reuse completed records as queries do."""
+    assert schema.execution_context_class is Executor
+    assert build_schema(shortcuts=False).execution_context_class is not Executor

@@ -216,3 +216,23 @@ def test_totals_equal_the_sum_of_per_host_figures(plans: list[Planned]) -> None:
 
 def _fraction(value: Decimal | None) -> Fraction | None:
     return None if value is None else Fraction(value)
+
+
+def test_totals_of_groups_a_change_did_not_touch_are_the_same_objects() -> None:
+    from gateway.sources.demo.source import generate
+    from gateway.store.store import Store
+
+    objects = generate(60, seed=4, bookings_per_host=2)  # three zones
+    store = Store()
+    store.replace(objects)
+    tally = fleet.tally(fleet.Grouping.ZONE)
+    before = fleet.fleet_groups(store.snapshot.ledger(tally), fleet.Grouping.ZONE)
+    changed = dict(objects[0], metadata={**objects[0]["metadata"], "resourceVersion": "x"})
+    changed["status"] = {**changed.get("status", {}), "capacity": {"cpu": "999"}}
+    store.upsert(changed)
+    after = fleet.fleet_groups(store.snapshot.ledger(tally), fleet.Grouping.ZONE)
+    zone = store.snapshot.by_name[objects[0]["metadata"]["name"]].zone
+    assert len(before) == len(after) > 1
+    for old, new in zip(before, after, strict=True):
+        assert (old is new) is (old.key != zone), old.key
+    assert after == fleet.fleet_capacity(store.snapshot.ordered, fleet.Grouping.ZONE)

@@ -64,6 +64,8 @@ class Executor(IncrementalExecutor):
     __slots__ = ("_arguments", "_variables_key", "budget")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Strawberry's subscriptions pass their operation's extensions; no resolver reads them.
+        kwargs.pop("operation_extensions", None)
         super().__init__(*args, **kwargs)
         self._arguments: dict[int, dict[str, Any]] = {}
         self._variables_key: int | None = None

@@ -15,6 +15,7 @@ from strawberry.types import Info
 from gateway.api.arguments import SCALARS, UUID
 from gateway.api.catalog import Flavor, SlotGroup, flavor_slots
 from gateway.api.context import Context
+from gateway.api.executor import Executor
 from gateway.api.filters import (
     HypervisorFilter,
     HypervisorOrder,
@@ -269,28 +270,34 @@ class Query:
         return info.context.status  # type: ignore[return-value]
 
 
-#: Fields of a host whose resolvers read the host (and String arguments) only.
-DIRECT_LOOKUPS = tuple(
-    ("Hypervisor", field)
-    for field in (
-        "resource",
-        "label",
-        "labels",
-        "traits",
-        "aggregates",
-        "conditions",
-        "overcommit",
-        "resources",
-        "cells",
-        "instances",
-        "created_at",
-        "operating_system",
-        "consumers",
-        "reservations",
-    )
+#: Fields whose resolvers read their parent (and String arguments) only.
+DIRECT_LOOKUPS = (
+    ("FleetGroup", "resources"),
+    ("FleetGroup", "resource"),
+    ("FleetResource", "utilization"),
+    *(
+        ("Hypervisor", field)
+        for field in (
+            "resource",
+            "label",
+            "labels",
+            "traits",
+            "aggregates",
+            "conditions",
+            "overcommit",
+            "resources",
+            "cells",
+            "instances",
+            "created_at",
+            "operating_system",
+            "consumers",
+            "reservations",
+        )
+    ),
 )
-#: Types whose objects are store records, immutable and shared by every answer.
-REUSABLE_TYPES = ("Hypervisor",)
+#: Types whose objects are store records (or a ledger's totals), immutable and shared
+#: by every answer.
+REUSABLE_TYPES = ("Hypervisor", "FleetGroup")
 
 
 def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
@@ -298,12 +305,15 @@ def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
     gateway's own (gateway.http.operations, gateway.http.execution), not Strawberry extensions.
 
     Without ``shortcuts`` every field keeps Strawberry's own resolver: what the
-    short-path executor's answers are checked against.
+    short-path executor's answers are checked against. With them, subscription events
+    are executed by the same executor as queries: a hundred subscribers to the fleet's
+    totals then share the completed groups a change did not touch.
     """
     built = strawberry.Schema(
         query=Query,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),
+        execution_context_class=Executor if shortcuts else None,
     )
     if shortcuts:
         shortcut_resolvers(built, DIRECT_LOOKUPS)

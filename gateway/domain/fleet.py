@@ -132,11 +132,33 @@ def tally(grouping: Grouping) -> Tally:
 
 
 def fleet_groups(ledger: Ledger, grouping: Grouping) -> list[FleetGroup]:
-    """The totals a ledger of :func:`tally` keeps, as :func:`fleet_capacity` gives them."""
+    """The totals a ledger of :func:`tally` keeps, as :func:`fleet_capacity` gives them.
+
+    A group the last changes did not touch is the same object as before: a ledger
+    shares those groups' sums with its predecessor, and their totals are made once
+    per sums, so an answer over them can be reused (gateway.api.reuse).
+    """
     groups = ledger.groups
     if grouping is Grouping.NONE and not groups:
         return [FleetGroup(None, 0, 0, {})]
-    return [_group(key, groups[key]) for key in ordered_keys(groups)]  # type: ignore[arg-type]
+    return [_made(key, groups[key]) for key in ordered_keys(groups)]  # type: ignore[arg-type]
+
+
+#: Totals made per group's sums, by the sums' identity (checked: ids are reused).
+_MADE: dict[int, tuple[Cells, FleetGroup]] = {}
+#: Sums remembered at most; a few groupings of a few hundred groups each.
+_MAX_MADE = 4096
+
+
+def _made(key: str | None, cells: Cells) -> FleetGroup:
+    found = _MADE.get(id(cells))
+    if found is not None and found[0] is cells and found[1].key == key:
+        return found[1]
+    group = _group(key, cells)
+    if len(_MADE) >= _MAX_MADE:
+        _MADE.clear()
+    _MADE[id(cells)] = (cells, group)
+    return group
 
 
 # A host's figures as ledger vectors. Per group: (hosts, tracked hosts). Per resource:

@@ -71,7 +71,7 @@ class Churn:
         return changed
 
     def _create(self, obj: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
-        new = copy.deepcopy(obj)
+        new = _renewed(obj)
         consumer = copy.deepcopy(template)
         consumer.update(uuid=str(uuid.UUID(int=self.rng.getrandbits(128), version=4)))
         consumer.update(consumerType="INSTANCE", consumerGeneration=1)
@@ -84,13 +84,28 @@ class Churn:
 
 
 def _delete(obj: dict[str, Any], consumer: dict[str, Any]) -> dict[str, Any]:
-    new = copy.deepcopy(obj)
+    new = _renewed(obj)
     gone = consumer["uuid"]
     spec, status = new["spec"], new["status"]
     spec["bookings"] = [b for b in spec["bookings"] if b.get("consumer", {}).get("uuid") != gone]
     status["instances"] = [i for i in status["instances"] if i["id"] != gone]
     _account(status, consumer["resources"], -1)
     return new
+
+
+def _renewed(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``obj`` whose lists and figures a step changes are its own; the rest is
+    shared, as no step changes it (a deep copy of a host was most of a step's time)."""
+    spec, status = obj["spec"], obj["status"]
+    return {
+        **obj,
+        "spec": {**spec, "bookings": list(spec["bookings"])},
+        "status": {
+            **status,
+            "instances": list(status["instances"]),
+            "allocation": dict(status["allocation"]),
+        },
+    }
 
 
 def _changeable(obj: dict[str, Any], record: Hypervisor) -> bool:

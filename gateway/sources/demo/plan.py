@@ -312,5 +312,6 @@ class Fleet:
                 source.consumers.append(migration)
         # The same consumer booked twice on one host: nothing prevents it.
         twice = self.rng.choice(candidates)
-        first = next(c for c in twice.consumers if c.booked and c.uuid != EXAMPLE_CONSUMER)
-        twice.consumers.append(dataclasses.replace(first, domain=False))
+        first = next((c for c in twice.consumers if c.booked and c.uuid != EXAMPLE_CONSUMER), None)
+        if first is not None:  # a host whose few consumers all moved has none to double
+            twice.consumers.append(dataclasses.replace(first, domain=False))
