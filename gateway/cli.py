@@ -211,6 +211,7 @@ def _serve(
     app = create_app(
         source,
         graphiql=settings.graphiql,
+        capacity_series=settings.capacity_series,
         cache=cache,
         coalesce_interval=settings.coalesce_interval,
         limits=Limits(

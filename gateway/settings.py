@@ -30,6 +30,7 @@ class Settings:
     log_level: str = "info"
     log_format: str = "auto"
     graphiql: bool = True
+    capacity_series: bool = True
     cache: str = "memory"
     cache_entries: int = 2000
     cache_bytes: int = 64 * 1024 * 1024
@@ -165,6 +166,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag, dest=name, type=kind, help=f"{help_text} [{env}]")
     parser.add_argument("--no-graphiql", dest="graphiql", action="store_false", default=None)
     parser.add_argument(
+        "--no-capacity-series",
+        dest="capacity_series",
+        action="store_false",
+        default=None,
+        help="serve no /metrics/capacity, and keep no exposition rendered ahead of scrapes "
+        "[GATEWAY_CAPACITY_SERIES=false]",
+    )
+    parser.add_argument(
         "--no-introspection",
         dest="introspection",
         action="store_false",
@@ -189,6 +198,7 @@ def from_arguments(args: argparse.Namespace, environ: Mapping[str, str] = os.env
     for switch, env in (
         ("graphiql", "GATEWAY_GRAPHIQL"),
         ("introspection", "GATEWAY_INTROSPECTION"),
+        ("capacity_series", "GATEWAY_CAPACITY_SERIES"),
     ):
         if getattr(args, switch) is not None:
             values[switch] = getattr(args, switch)

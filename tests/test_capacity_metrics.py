@@ -328,6 +328,15 @@ async def test_the_path_is_served_beside_metrics_with_the_same_host_check() -> N
         )
 
 
+async def test_without_capacity_series_nothing_is_rendered_and_ready_waits_for_none() -> None:
+    async with serve(hand_made.objects(), capacity_series=False) as (client, _):
+        assert (await client.get("/metrics/capacity")).status_code == 404
+        assert (await client.get("/readyz")).status_code == 200
+        tasks = {t.get_name() for t in asyncio.all_tasks()}
+        assert "capacity" not in tasks and "source" in tasks
+        assert (await client.get("/metrics")).status_code == 200
+
+
 class Tokens:
     """An authorizer that knows two tokens: one allowed, one of a user without access."""
 

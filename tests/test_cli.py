@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from gateway.cli import build_catalog, main
-from gateway.settings import Settings
+from gateway.settings import Settings, add_arguments, from_arguments
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -92,3 +93,12 @@ def test_the_flavor_catalog_by_source(tmp_path: Path) -> None:
 def test_version_and_help() -> None:
     assert run("--version").stdout.strip()
     assert "export-schema" in run("--help").stdout
+
+
+def test_capacity_series_switch_is_a_flag_and_an_environment_variable() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert from_arguments(parser.parse_args([]), {}).capacity_series is True
+    assert from_arguments(parser.parse_args(["--no-capacity-series"]), {}).capacity_series is False
+    quiet = {"GATEWAY_CAPACITY_SERIES": "false"}
+    assert from_arguments(parser.parse_args([]), quiet).capacity_series is False

@@ -57,6 +57,7 @@ def create_app(
     metrics: Metrics | None = None,
     allowed_hosts: Sequence[str] | None = None,
     catalog: Catalog = NO_CATALOG,
+    capacity_series: bool = True,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
 
@@ -65,11 +66,14 @@ def create_app(
 
     ``metrics`` is given when something built before the app reports to it (the
     authorizer's decisions); otherwise the app has a registry of its own.
+
+    Without ``capacity_series`` there is no ``/metrics/capacity``, and none of the
+    memory and start time that keeping it rendered ahead of scrapes costs.
     """
     store = store or Store()
     limits = limits or Limits()
     feed = Feed(store)
-    exposition = CapacityExposition(store, catalog)
+    exposition = CapacityExposition(store, catalog) if capacity_series else None
 
     def context(request: Request) -> Context:
         return Context(
@@ -83,7 +87,7 @@ def create_app(
         status = source.status
         body = {
             # Primed: a scrape of the capacity series never pays for the whole fleet.
-            "ready": store.ready and status.synced and exposition.primed(),
+            "ready": store.ready and status.synced and (exposition is None or exposition.primed()),
             "hypervisors": len(store.snapshot),
             "generation": store.snapshot.generation,
             "error": status.error,
@@ -95,12 +99,15 @@ def create_app(
         feed.start()
         task = asyncio.create_task(source.run(store), name="source")
         task.add_done_callback(_report_exit)
-        rendering = asyncio.create_task(exposition.run(coalesce_interval), name="capacity")
-        rendering.add_done_callback(_report_exit)
+        tasks = [task]
+        if exposition is not None:
+            rendering = asyncio.create_task(exposition.run(coalesce_interval), name="capacity")
+            rendering.add_done_callback(_report_exit)
+            tasks.append(rendering)
         try:
             yield
         finally:
-            for running in (task, rendering):
+            for running in tasks:
                 running.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await running
@@ -139,19 +146,7 @@ def create_app(
     metrics = metrics or Metrics()
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
 
-    guard = authorizer or AllowAll()
-
-    async def capacity_metrics(request: Request) -> Response:
-        # The per-host figures the GraphQL API guards, so the same check (/metrics,
-        # the gateway's own health, stays open).
-        verdict = await guard.check(bearer_token(request.headers.get("authorization")))
-        refused = refusal(verdict)
-        if refused is not None:
-            return PlainTextResponse(
-                refused.message + "\n", refused.status, headers=refused.headers
-            )
-        chunks = await exposition.current()
-        return StreamingResponse(pieces(chunks), headers={"content-type": CONTENT_TYPE})
+    capacity = [] if exposition is None else [_capacity_route(exposition, authorizer or AllowAll())]
 
     app = Starlette(
         routes=[
@@ -161,7 +156,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             Route("/metrics", metrics.endpoint),
-            Route("/metrics/capacity", capacity_metrics),
+            *capacity,
             *page_routes(),
         ],
         lifespan=lifespan,
@@ -197,6 +192,23 @@ class OptionsAnswered:
             await Response(status_code=204, headers={"allow": ALLOW})(scope, receive, send)
         else:
             await self.app(scope, receive, send)
+
+
+def _capacity_route(exposition: CapacityExposition, guard: Authorizer) -> Route:
+    """``/metrics/capacity``: the per-host figures the GraphQL API guards, so under the
+    same check (``/metrics``, the gateway's own health, stays open)."""
+
+    async def capacity_metrics(request: Request) -> Response:
+        verdict = await guard.check(bearer_token(request.headers.get("authorization")))
+        refused = refusal(verdict)
+        if refused is not None:
+            return PlainTextResponse(
+                refused.message + "\n", refused.status, headers=refused.headers
+            )
+        chunks = await exposition.current()
+        return StreamingResponse(pieces(chunks), headers={"content-type": CONTENT_TYPE})
+
+    return Route("/metrics/capacity", capacity_metrics)
 
 
 def _report_exit(task: asyncio.Task[None]) -> None:
