@@ -106,8 +106,9 @@ class Poller:
     async def ask(self, body: bytes) -> Any:
         """The JSON answer to one request; anything but a 200 with a length raises.
 
-        A connection the server closed while idle (its keep-alive timeout) is
-        opened again, once: a client polling every few seconds meets that.
+        A connection the server closed while idle (its keep-alive timeout, or a
+        408 for headers it waited for too long) is opened again, once: a client
+        polling every few seconds meets that.
         """
         try:
             return await self._ask(body)
@@ -127,7 +128,10 @@ class Poller:
             await self._connect()  # the rest of this answer could not be told from the next
             raise RuntimeError(f"unexpected answer from the gateway: {head}")
         answer = await self._reader.readexactly(int(fields["content-length"]))
-        if head[0].split(" ")[1] != "200":  # read first: the connection stays usable
+        status = head[0].split(" ")[1]
+        if status == "408":  # sent on an idle connection, before this request arrived
+            raise ConnectionResetError("the gateway closed an idle connection")
+        if status != "200":  # read first: the connection stays usable
             raise RuntimeError(f"{head[0]} from the gateway: {answer[:200]!r}")
         return json.loads(answer)
 
