@@ -91,9 +91,17 @@ async def _paced(
     """``call(i)`` ``rate`` times a second from the window's start until ``until``, at most
     ``limit`` at once; returns the calls skipped because ``limit`` were in flight."""
     pending: set[asyncio.Task[None]] = set()
+    failures: list[BaseException] = []
     skipped, i = 0, 0
     if rate <= 0:
         return 0
+
+    def finished(task: asyncio.Task[None]) -> None:
+        pending.discard(task)
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            failures.append(error)
+
     while (due := window.start + (i + offset) / rate) < until:
         await asyncio.sleep(max(0.0, due - time.monotonic()))
         i += 1
@@ -102,8 +110,10 @@ async def _paced(
             continue
         task = asyncio.create_task(call(i))
         pending.add(task)
-        task.add_done_callback(pending.discard)
+        task.add_done_callback(finished)
     await asyncio.gather(*pending)
+    if failures:
+        raise failures[0]
     return skipped
 
 
@@ -185,8 +195,12 @@ async def _until(poller: Poller, name: str, version: int, deadline: float) -> tu
     body = json.dumps({"query": POLL, "variables": {"name": name}}).encode()
     polls = 0
     while time.monotonic() < deadline:
-        answer = await poller.ask(body)
         polls += 1
+        try:
+            answer = await poller.ask(body)
+        except RuntimeError:  # refused (a 429 when the gateway sheds load): ask again soon
+            await asyncio.sleep(0.01)
+            continue
         seen = (answer.get("data") or {}).get("hypervisor") or {}
         if int(seen.get("resourceVersion") or 0) >= version:
             return time.monotonic(), polls
