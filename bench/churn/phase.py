@@ -70,13 +70,12 @@ class Load:
 def measure(
     api: Api,
     gateway: Server,
-    objects: list[dict[str, Any]],
+    hosts: list[writers.Target],
     rate: float,
     seconds: float,
     load: Load,
 ) -> dict[str, Any]:
     """Every figure of one phase at ``rate`` changes per second."""
-    hosts = writers.targets(objects)
     names = [name for name, _ in hosts]
     watched = random.Random(0).sample(names, min(load.watched, len(names)))
     lookups = [{"n": name} for name in watched]

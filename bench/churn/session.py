@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.churn.phase import Load, measure
+from bench.churn.writers import targets
 from bench.fleet import Api, load
 from gateway.sources.demo.source import generate
 from harness.controlplane import ControlPlane
@@ -32,6 +33,8 @@ def churn(
         objects = generate(size, seed=0, bookings_per_host=40)
         log(f"[churn {size}] loading")
         loaded = asyncio.run(load(plane, objects))
+        hosts = targets(objects)  # all the phases need of the fleet:
+        del objects  # at 20,000 hosts the objects are hundreds of MiB in this process
         log(f"[churn {size}] loaded in {loaded:.1f} s")
         args = ["--kubeconfig", str(plane.kubeconfig), "--max-page-size", str(max(size, 10_000))]
         gateway = Server.gateway(_free_port(), logs / f"churn-{size}.log", *args)
@@ -39,7 +42,7 @@ def churn(
         phases = []
         for rate in rates:
             log(f"[churn {size}] {rate:g} changes/s for {seconds:g} s")
-            phase = measure(Api.of(plane), gateway, objects, rate, seconds, readers or Load())
+            phase = measure(Api.of(plane), gateway, hosts, rate, seconds, readers or Load())
             log(
                 f"[churn {size}] achieved {phase['achieved']:.1f} changes/s"
                 f" ({phase['writes_skipped']} writes skipped, {phase['write_failures']} failed),"
