@@ -126,7 +126,9 @@ class Crowd:
         self._receive(0)
         for name, process in self._processes.items():
             if process.exitcode is not None and name not in self._done:
-                self._receive(1)  # its last words may still be in the pipe
+                drained = time.monotonic() + 5  # its last words may be in the pipe, behind others'
+                while name not in self._done and time.monotonic() < drained:
+                    self._receive(0.2)
                 if name not in self._done:
                     raise RuntimeError(f"role {name} exited with {process.exitcode} before {state}")
         if time.monotonic() > deadline:

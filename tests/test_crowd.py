@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -14,6 +15,12 @@ async def whoami(gate: Gate, label: str) -> tuple[str, int, tuple[float, float, 
     window = await gate.ready()
     await window.wait_start()
     return label, os.getpid(), (window.start, window.stop, window.end)
+
+
+async def late(gate: Gate, delay: float) -> float:
+    window = await gate.ready()
+    await asyncio.sleep(max(0.0, window.start + delay - time.monotonic()))
+    return delay
 
 
 async def fails(gate: Gate) -> None:
@@ -38,6 +45,17 @@ def test_each_role_runs_in_its_own_process_within_one_window() -> None:
     assert window.stop - window.start == pytest.approx(0.2)
     assert window.end - window.stop == pytest.approx(0.1)
     assert time.monotonic() >= window.start  # the same clock in every process
+
+
+def test_roles_ending_together_in_any_order_are_all_collected() -> None:
+    with Crowd() as crowd:
+        for n in range(6):  # the last added ends first, all within one poll of the parent
+            crowd.add(f"late-{n}", late, (5 - n) * 0.01)
+        window = crowd.open(seconds=0)
+        time.sleep(max(0.0, window.start + 0.5 - time.monotonic()))  # every one has ended
+        results = crowd.collect()
+
+    assert sorted(results.values()) == [n * 0.01 for n in range(6)]
 
 
 def test_a_role_that_fails_raises_its_traceback_in_the_parent() -> None:
