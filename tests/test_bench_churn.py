@@ -47,6 +47,7 @@ def test_a_tiny_churn_run_measures_every_figure_in_processes_of_its_own(tmp_path
     for kind in ("watch", "message", "answer", "answer_watch"):
         assert phase["delays"][kind] is not None, kind
     assert phase["messages"]["totals"] > 0 and phase["messages"]["hosts"] > 0
+    assert phase["subscriptions_ended"] == {}
     assert phase["host_hit_rate"] is not None and 0 < phase["host_ceiling"] < 1
     assert phase["cpu_share"] > 0 and phase["rss_kib"] > 0
     assert phase["events_per_second"] > 0

@@ -156,6 +156,7 @@ def _rates(done: dict[str, Any], window: Window, rate: float, writer_count: int)
         "errors": sum(done[kind]["errors"] for kind in QUERIES),
         "error_reasons": {kind: done[kind]["reasons"] for kind in QUERIES if done[kind]["reasons"]},
         "messages": {"totals": done["totals"]["messages"], "hosts": done["hosts"]["messages"]},
+        "subscriptions_ended": {kind: done[kind]["ended"] for kind in LIVE if done[kind]["ended"]},
         "delays": {
             "watch": _summary(bare.seconds),
             "message": _summary(served.seconds),

@@ -50,6 +50,8 @@ def churn(
             )
             for kind, reasons in phase["error_reasons"].items():
                 log(f"[churn {size}] {kind} errors, the last: {reasons}")
+            for kind, ended in phase["subscriptions_ended"].items():
+                log(f"[churn {size}] {len(ended)} {kind} subscriptions ended early: {ended[-1]}")
             phases.append(phase)
         return {"size": size, "load_seconds": loaded, "phases": phases}
     finally:
