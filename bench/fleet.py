@@ -9,12 +9,14 @@ not an hour; loading time is not one of the measured figures.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import ssl
 import time
 from collections.abc import Callable
 from decimal import ROUND_FLOOR, Decimal
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,7 +24,15 @@ from kubernetes.utils import parse_quantity as _parse_quantity
 
 from harness.controlplane import HYPERVISORS, ControlPlane
 
-__all__ = ["free_capacity", "list_all", "load", "resources_free", "stream_all"]
+__all__ = [
+    "Api",
+    "async_client",
+    "free_capacity",
+    "list_all",
+    "load",
+    "resources_free",
+    "stream_all",
+]
 
 #: The Kubernetes client's own quantity parser (exact, Decimal), as a script would use.
 parse_quantity: Callable[[Any], Decimal] = _parse_quantity
@@ -31,11 +41,33 @@ _CONTINUE = re.compile(rb'"continue":"([^"]+)"')
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 
 
-def async_client(plane: ControlPlane, connections: int = 32) -> httpx.AsyncClient:
+@dataclasses.dataclass(frozen=True)
+class Api:
+    """How to reach the API server as its admin: all a client in another process needs."""
+
+    server: str
+    ca_file: Path
+    token: str
+
+    @classmethod
+    def of(cls, plane: ControlPlane) -> Api:
+        return cls(plane.server, plane.ca_file, plane.tokens["admin"])
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.server,
+            verify=ssl.create_default_context(cafile=self.ca_file),
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=300,
+        )
+
+
+def async_client(plane: ControlPlane | Api, connections: int = 32) -> httpx.AsyncClient:
+    api = plane if isinstance(plane, Api) else Api.of(plane)
     return httpx.AsyncClient(
-        base_url=plane.server,
-        verify=ssl.create_default_context(cafile=plane.ca_file),
-        headers={"Authorization": f"Bearer {plane.tokens['admin']}"},
+        base_url=api.server,
+        verify=ssl.create_default_context(cafile=api.ca_file),
+        headers={"Authorization": f"Bearer {api.token}"},
         timeout=120,
         limits=httpx.Limits(max_connections=connections),
     )

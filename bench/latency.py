@@ -91,15 +91,32 @@ class Poller:
         self._writer: asyncio.StreamWriter | None = None
 
     async def __aenter__(self) -> Poller:
-        self._reader, self._writer = await asyncio.open_connection(self._host, self._port)
+        await self._connect()
         return self
+
+    async def _connect(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader, self._writer = await asyncio.open_connection(self._host, self._port)
 
     async def __aexit__(self, *exc: object) -> None:
         if self._writer is not None:
             self._writer.close()
 
     async def ask(self, body: bytes) -> Any:
-        """The JSON answer to one request; anything but a 200 with a length raises."""
+        """The JSON answer to one request; anything but a 200 with a length raises.
+
+        A connection the server closed while idle (its keep-alive timeout, or a
+        408 for headers it waited for too long) is opened again, once: a client
+        polling every few seconds meets that.
+        """
+        try:
+            return await self._ask(body)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            await self._connect()
+            return await self._ask(body)
+
+    async def _ask(self, body: bytes) -> Any:
         assert self._reader is not None and self._writer is not None
         self._writer.write(
             b"POST /graphql HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
@@ -107,9 +124,16 @@ class Poller:
         )
         head = (await self._reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
         fields = dict(line.lower().split(": ", 1) for line in head[1:] if line)
-        if head[0].split(" ")[1] != "200" or "content-length" not in fields:
+        if "content-length" not in fields:
+            await self._connect()  # the rest of this answer could not be told from the next
             raise RuntimeError(f"unexpected answer from the gateway: {head}")
-        return json.loads(await self._reader.readexactly(int(fields["content-length"])))
+        answer = await self._reader.readexactly(int(fields["content-length"]))
+        status = head[0].split(" ")[1]
+        if status == "408":  # sent on an idle connection, before this request arrived
+            raise ConnectionResetError("the gateway closed an idle connection")
+        if status != "200":  # read first: the connection stays usable
+            raise RuntimeError(f"{head[0]} from the gateway: {answer[:200]!r}")
+        return json.loads(answer)
 
 
 async def _poll(gateway: Poller, name: str, version: str, within: float = 30) -> float:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
 import pytest
 
 from bench import apply, capacity_metrics
+from bench.latency import Poller
 from bench.live import measure
 from bench.report import TARGETS, markdown
 from bench.run import Options, run
@@ -64,3 +66,35 @@ def test_the_capacity_scrape_figures_come_from_a_loaded_store() -> None:
     for name in ("list_decode", "prime", "cold", "event_median", "status_round", "relist"):
         assert figures[name] > 0, name
     assert figures["unchanged"] < figures["prime"]  # the same snapshot is not rendered again
+
+
+async def test_the_poller_reads_a_refusal_whole_and_reopens_a_closed_connection() -> None:
+    answers = [
+        b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 7\r\n\r\nbusy!!!",
+        b'HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n{"n": 1}',
+        b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 4\r\n\r\nslow",
+    ]
+    connections = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        while answers:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            writer.write(answers.pop(0))
+            await writer.drain()
+            if not answers:  # then a fresh connection answers
+                answers.append(b'HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n{"n": 2}')
+                break
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server, Poller(f"http://127.0.0.1:{port}") as poller:
+        with pytest.raises(RuntimeError, match="429 Too Many Requests from the gateway"):
+            await poller.ask(b"{}")
+        assert await poller.ask(b"{}") == {"n": 1}  # the refusal's body was not left behind
+        assert await poller.ask(b"{}") == {"n": 2}  # the 408 closed it: asked again anew
+    assert connections == 2

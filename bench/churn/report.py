@@ -1,0 +1,80 @@
+"""The churn figures as markdown: what readers got, and how fresh it was."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.stats import Summary
+
+__all__ = ["markdown"]
+
+
+def markdown(runs: list[dict[str, Any]]) -> str:
+    """Two tables, one row per size and rate: queries and cost, then delays from a write."""
+    return _queries(runs) + "\n\n" + _freshness(runs)
+
+
+def _queries(runs: list[dict[str, Any]]) -> str:
+    lines = [
+        "| Hosts | changes/s asked / achieved | fleetCapacity(ZONE) p50 / p99 "
+        "| 100-host page p50 / p99 | canFit p50 / p99 | hypervisor(name:) p50 / p99 "
+        "| LIST + compute p50 | ZONE p50 : LIST | cache hits, all | lookups alone: hits / ceiling "
+        "| gateway CPU | RSS | events/s |",
+        "|" + "---|" * 13,
+    ]
+    for run, p in _phases(runs):
+        q: dict[str, Summary] = p["queries"]
+        base: Summary = p["baseline"]
+        ratio = f"1/{base.median / q['zones'].median:,.0f}" if "zones" in q else "-"
+        lines.append(
+            f"| {run['size']:,} | {p['rate']:g} / {p['achieved']:.1f} "
+            f"| {_cell(q.get('zones'))} | {_cell(q.get('page'))} | {_cell(q.get('fit'))} "
+            f"| {_cell(q.get('host'))} | {base.median * 1e3:,.0f} ms | {ratio} "
+            f"| {_percent(p['hit_rate'])} "
+            f"| {_percent(p['host_hit_rate'])} / {_percent(p['host_ceiling'])} "
+            f"| {p['cpu_share'] * 100:.0f}% of a core | {p['rss_kib'] / 1024:.0f} MiB "
+            f"| {p['events_per_second']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def _freshness(runs: list[dict[str, Any]]) -> str:
+    lines = [
+        "| Hosts | changes/s achieved | write to bare watch p50 / p99 "
+        "| write to message p50 / p99 | message p99 : watch p99 "
+        "| write to answer p50 / p99 | watch p99, same writes | answer p99 : watch p99 "
+        "| messages (totals / hosts) |",
+        "|" + "---|" * 9,
+    ]
+    for run, p in _phases(runs):
+        d: dict[str, Summary | None] = p["delays"]
+        lines.append(
+            f"| {run['size']:,} | {p['achieved']:.1f} | {_cell(d['watch'])} "
+            f"| {_cell(d['message'])} | {_ratio(d['message'], d['watch'])} "
+            f"| {_cell(d['answer'])} | {_p99(d['answer_watch'])} "
+            f"| {_ratio(d['answer'], d['answer_watch'])} "
+            f"| {p['messages']['totals']:,} / {p['messages']['hosts']:,} |"
+        )
+    return "\n".join(lines)
+
+
+def _phases(runs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(run, phase) for run in runs for phase in run["phases"]]
+
+
+def _cell(s: Summary | None) -> str:
+    return "-" if s is None else f"{s.median * 1e3:,.2f} / {s.p99 * 1e3:,.2f} ms"
+
+
+def _p99(s: Summary | None) -> str:
+    return "-" if s is None else f"{s.p99 * 1e3:,.2f} ms"
+
+
+def _ratio(s: Summary | None, reference: Summary | None) -> str:
+    if s is None or reference is None or reference.p99 <= 0:
+        return "-"
+    return f"{s.p99 / reference.p99:.1f}x"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
