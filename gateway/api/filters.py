@@ -9,8 +9,9 @@ import strawberry
 from graphql import GraphQLError
 
 from gateway.api.arguments import UUID, LabelSelector, ResourceName
+from gateway.api.enums import CapacityView
 from gateway.api.pagination import Position
-from gateway.api.scalars import CapacityView, Quantity, domain_view
+from gateway.api.scalars import Quantity
 from gateway.domain import capacity
 from gateway.domain import records as domain
 from gateway.store.store import Snapshot
@@ -179,7 +180,7 @@ def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:
         yield lambda h: domain.has_consumer(h, consumer)
     if (project := where.project_id) is not None:
         yield lambda h: any(c.project_id == project for c in h.consumers)
-    view = domain_view(where.view)
+    view = where.view
     if where.can_fit is not None:
         request = _request(where.can_fit)
         yield lambda h: capacity.fits(h, request, view)
