@@ -15,18 +15,10 @@ from graphql import GraphQLError
 from strawberry.types import Info
 
 from gateway.api.context import Context
+from gateway.api.enums import CapacityBasis, CapacityView, FleetGrouping
 from gateway.api.filters import HypervisorFilter, ResourceRequest, apply_filter
 from gateway.api.objects import Hypervisor
-from gateway.api.scalars import (
-    CapacityBasis,
-    CapacityView,
-    KeyValue,
-    ResourceAmount,
-    amounts,
-    domain_view,
-    pairs,
-)
-from gateway.api.totals import FleetGrouping
+from gateway.api.scalars import KeyValue, ResourceAmount, amounts, pairs
 from gateway.domain import flavors
 from gateway.domain import slots as counted
 from gateway.domain.fleet import group_keys
@@ -62,9 +54,9 @@ class HostSlots:
         "all (min_unit, max_unit); null when a figure it needs is unknown."
     )
 
-    @strawberry.field(description="The view the figures came from; null when unknown.")
-    def basis(self, root: strawberry.Parent[counted.HostSlots]) -> CapacityBasis | None:
-        return None if root.basis is None else CapacityBasis(root.basis.value)
+    basis: CapacityBasis | None = strawberry.field(
+        description="The view the figures came from; null when unknown."
+    )
 
 
 @strawberry.type(
@@ -92,9 +84,7 @@ class SlotGroup:
         description="Hosts whose needed figures are unknown: left out of slots."
     )
 
-    @strawberry.field(description="The view the slots were counted in.")
-    def view(self, root: strawberry.Parent[counted.SlotGroup]) -> CapacityView:
-        return CapacityView(root.view.value)
+    view: CapacityView = strawberry.field(description="The view the slots were counted in.")
 
     @strawberry.field(description="What one instance requests, in base units.")
     def request(self, root: strawberry.Parent[counted.SlotGroup]) -> list[ResourceAmount]:
@@ -190,7 +180,7 @@ def _groups(
     if where is None and flavor is not None and catalog.get(flavor) is not None:
         # The whole fleet's slots of every catalog flavor are kept per change.
         requests = [(f.name, f.resources) for f in catalog.flavors]
-        tally = counted.SlotTally.of(requests, domain_view(view), grouping)
+        tally = counted.SlotTally.of(requests, view, grouping)
         keys = group_keys(grouping)
         return counted.read_groups(
             snapshot.ledger(tally),
@@ -199,6 +189,6 @@ def _groups(
         )
     hosts = apply_filter(snapshot, where)
     try:
-        return counted.slot_groups(hosts, request, grouping, domain_view(view), flavor)
+        return counted.slot_groups(hosts, request, grouping, view, flavor)
     except ValueError as error:
         raise GraphQLError(f"slots: {error}", extensions=_BAD) from error

@@ -1,6 +1,7 @@
 """Filtering and ordering hypervisors: the inputs of ``Query.hypervisors`` and friends."""
 
-from collections.abc import Callable, Iterable, Sequence
+import dataclasses
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from decimal import Decimal
 from enum import Enum
 from typing import Any, overload
@@ -9,8 +10,9 @@ import strawberry
 from graphql import GraphQLError
 
 from gateway.api.arguments import UUID, LabelSelector, ResourceName
+from gateway.api.enums import CapacityView
 from gateway.api.pagination import Position
-from gateway.api.scalars import CapacityView, Quantity, domain_view
+from gateway.api.scalars import Quantity
 from gateway.domain import capacity
 from gateway.domain import records as domain
 from gateway.store.store import Snapshot
@@ -139,6 +141,12 @@ def apply_filter(snapshot: Snapshot, where: HypervisorFilter | None) -> Sequence
     """
     if where is None:
         return snapshot.ordered
+    predicate = compile_filter(where)
+    return snapshot.selection(_key(where), predicate, _candidates(snapshot, where))
+
+
+def _candidates(snapshot: Snapshot, where: HypervisorFilter) -> Iterable[domain.Hypervisor]:
+    """The narrowest index the filter allows: every host it could select, in name order."""
     candidates: Iterable[domain.Hypervisor] = snapshot.ordered
     if where.consumer is not None:
         names = {b.hypervisor for b in snapshot.by_consumer.get(where.consumer.lower(), ())}
@@ -147,8 +155,20 @@ def apply_filter(snapshot: Snapshot, where: HypervisorFilter | None) -> Sequence
         candidates = snapshot.by_zone.get(where.zone, ())
     elif where.trait is not None:
         candidates = snapshot.by_trait.get(where.trait, ())
-    matches = compile_filter(where)
-    return [h for h in candidates if matches(h)]
+    return candidates
+
+
+def _key(value: Any) -> Hashable:
+    """A filter as a hashable value: equal for filters that select the same hosts."""
+    if isinstance(value, list | tuple):
+        return tuple(_key(v) for v in value)
+    if isinstance(value, LabelSelector):
+        return ("labelSelector", value.text)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (type(value).__name__, *((f.name, _key(getattr(value, f.name))) for f in fields))
+    hash(value)  # anything else is a scalar: a string, a number, an enum member
+    return value  # type: ignore[no-any-return]
 
 
 def compile_filter(where: HypervisorFilter | None) -> Predicate:
@@ -179,7 +199,7 @@ def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:
         yield lambda h: domain.has_consumer(h, consumer)
     if (project := where.project_id) is not None:
         yield lambda h: any(c.project_id == project for c in h.consumers)
-    view = domain_view(where.view)
+    view = where.view
     if where.can_fit is not None:
         request = _request(where.can_fit)
         yield lambda h: capacity.fits(h, request, view)

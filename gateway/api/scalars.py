@@ -9,11 +9,11 @@ that refer to one another (hypervisors, bookings, consumers) are in
 
 from collections.abc import Mapping
 from decimal import Decimal
-from enum import Enum
 from typing import Any, NewType
 
 import strawberry
 
+from gateway.api.enums import CapacityBasis, MembershipSource
 from gateway.domain import capacity
 from gateway.domain import records as domain
 
@@ -30,17 +30,6 @@ QUANTITY_DESCRIPTION = (
 def recognizes(record: type) -> Any:
     """An ``is_type_of`` that recognizes the domain record a type is a view of."""
     return classmethod(lambda cls, obj, info: isinstance(obj, record))
-
-
-@strawberry.enum(description="Where a trait or aggregate membership is declared.")
-class MembershipSource(Enum):
-    SPEC_GROUPS = strawberry.enum_value("spec.groups", description="spec.groups (typed groups).")
-    SPEC = strawberry.enum_value(
-        "spec", description="spec.customTraits or spec.aggregates (plain names)."
-    )
-    STATUS = strawberry.enum_value(
-        "status", description="status.traits or status.aggregates, as applied in OpenStack."
-    )
 
 
 @strawberry.type(description="An amount of one resource.")
@@ -67,9 +56,9 @@ def pairs(values: Mapping[str, str]) -> list[KeyValue]:
 class Trait:
     name: str = strawberry.field(description="Trait name, e.g. CUSTOM_HANA_EXCLUSIVE_HOST.")
 
-    @strawberry.field(description="spec.groups, spec.customTraits or status.traits.")
-    def source(self, root: strawberry.Parent[domain.Trait]) -> MembershipSource:
-        return MembershipSource(root.source.value)
+    source: MembershipSource = strawberry.field(
+        description="spec.groups, spec.customTraits or status.traits."
+    )
 
 
 @strawberry.type(description="A host aggregate a hypervisor belongs to.")
@@ -77,9 +66,9 @@ class Aggregate:
     name: str = strawberry.field(description="Aggregate name.")
     uuid: str | None = strawberry.field(description="Aggregate UUID; null for spec.aggregates.")
 
-    @strawberry.field(description="spec.groups, spec.aggregates or status.aggregates.")
-    def source(self, root: strawberry.Parent[domain.Aggregate]) -> MembershipSource:
-        return MembershipSource(root.source.value)
+    source: MembershipSource = strawberry.field(
+        description="spec.groups, spec.aggregates or status.aggregates."
+    )
 
     @strawberry.field(description="Aggregate metadata (spec.groups and status only).")
     def metadata(self, root: strawberry.Parent[domain.Aggregate]) -> list[KeyValue]:
@@ -117,40 +106,6 @@ class NumaCell:
     @strawberry.field(description="Actual usage in the cell (libvirt).")
     def allocation(self, root: strawberry.Parent[domain.Cell]) -> list[ResourceAmount]:
         return amounts(root.allocation)
-
-
-@strawberry.enum(description="The view a best known figure (available) came from.")
-class CapacityBasis(Enum):
-    BOOKINGS = strawberry.enum_value(
-        "BOOKINGS",
-        description="Placement's view: free = capacity - booked (the host's bookings are tracked).",
-    )
-    ALLOCATION = strawberry.enum_value(
-        "ALLOCATION",
-        description="libvirt's view: unallocated = capacity - allocated (bookings not tracked).",
-    )
-
-
-@strawberry.enum(
-    description="Which free figure a question judges (fitting, slots, overcommitment)."
-)
-class CapacityView(Enum):
-    AVAILABLE = strawberry.enum_value(
-        "AVAILABLE",
-        description="The best known figure: each host on its own basis (free if its bookings "
-        "are tracked, else unallocated).",
-    )
-    BOOKINGS = strawberry.enum_value(
-        "BOOKINGS",
-        description="Placement's view (free); a host whose bookings are not tracked is unknown.",
-    )
-    ALLOCATION = strawberry.enum_value(
-        "ALLOCATION", description="libvirt's view (unallocated), as Cortex's filter judges."
-    )
-
-
-def domain_view(view: CapacityView | None) -> domain.View:
-    return domain.View((view or CapacityView.AVAILABLE).value)
 
 
 @strawberry.type(
@@ -204,9 +159,9 @@ class ResourceCapacity:
         description="What available leaves out: booked when bookings are tracked, else allocated."
     )
 
-    @strawberry.field(description="The view available came from; null when available is unknown.")
-    def basis(self, root: strawberry.Parent[domain.ResourceCapacity]) -> CapacityBasis | None:
-        return None if root.basis is None else CapacityBasis(root.basis.value)
+    basis: CapacityBasis | None = strawberry.field(
+        description="The view available came from; null when available is unknown."
+    )
 
     @strawberry.field(description="used / capacity as a ratio (1.0 = full); null if unknown.")
     def utilization(self, root: strawberry.Parent[domain.ResourceCapacity]) -> float | None:

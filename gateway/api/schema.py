@@ -15,6 +15,7 @@ from strawberry.types import Info
 from gateway.api.arguments import SCALARS, UUID
 from gateway.api.catalog import Flavor, SlotGroup, flavor_slots
 from gateway.api.context import Context
+from gateway.api.enums import CapacityView, FleetGrouping
 from gateway.api.executor import Executor
 from gateway.api.filters import (
     HypervisorFilter,
@@ -28,10 +29,10 @@ from gateway.api.filters import (
 from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor, consumer_view
 from gateway.api.pagination import Connection, Cursor, Position, paginate
 from gateway.api.reuse import mark_reusable
-from gateway.api.scalars import CapacityView, PlacementProvider
+from gateway.api.scalars import PlacementProvider
 from gateway.api.shortcuts import shortcut_resolvers
 from gateway.api.subscriptions import Subscription
-from gateway.api.totals import FleetGroup, FleetGrouping, fleet_groups
+from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.store.source import SyncStatus as SyncStatusRecord
 
 __all__ = ["LIVE_FIELDS", "build_schema", "schema", "sdl"]

@@ -10,9 +10,10 @@ from strawberry.types import Info
 
 from gateway.api.arguments import UUID
 from gateway.api.context import Context
+from gateway.api.enums import FleetGrouping
 from gateway.api.filters import HypervisorFilter, compile_filter
 from gateway.api.objects import Consumer, Hypervisor, consumer_view
-from gateway.api.totals import FleetGroup, FleetGrouping, fleet_groups
+from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
 from gateway.store.store import ChangeType as StoreChangeType

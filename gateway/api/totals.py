@@ -1,53 +1,16 @@
 """The GraphQL view of fleet totals (``fleetCapacity`` and its subscription)."""
 
-from collections.abc import Mapping
-from enum import Enum
 from typing import Annotated
 
 import strawberry
-from strawberry.types.enum import has_enum_definition
 
+from gateway.api.enums import FleetGrouping
 from gateway.api.filters import HypervisorFilter, apply_filter
 from gateway.api.scalars import Quantity
 from gateway.domain import fleet
 from gateway.store.store import Snapshot
 
 __all__ = ["FleetGroup", "FleetGrouping", "FleetResource", "fleet_groups"]
-
-
-def _expose(cls: type[Enum], name: str, description: str, values: Mapping[str, str]) -> None:
-    """Register a domain enum with strawberry, with a description for each value.
-
-    The domain never imports strawberry, so its members cannot be
-    ``strawberry.enum_value(...)``, and ``strawberry.enum()`` describes only the type:
-    the values' descriptions go on the definition it makes.
-    """
-    strawberry.enum(cls, name=name, description=description)
-    if not has_enum_definition(cls):
-        raise TypeError(f"strawberry did not register {cls.__name__}")
-    members = cls.__strawberry_definition__.values
-    if {m.name for m in members} != set(values):
-        raise TypeError(f"{cls.__name__}: describe exactly {[m.name for m in members]}")
-    for member in members:
-        member.description = values[member.name]
-
-
-#: The domain's grouping as GraphQL sees it: the same class, so no mapping either way.
-#: Modules of this layer annotate with this name, which makes them import this module,
-#: and so register it, before strawberry resolves their annotations.
-FleetGrouping = fleet.Grouping
-_expose(
-    FleetGrouping,
-    "FleetGrouping",
-    "How to group fleet totals.",
-    {
-        "NONE": "One total for all selected hosts.",
-        "ZONE": "By topology.kubernetes.io/zone.",
-        "REGION": "By topology.kubernetes.io/region.",
-        "AGGREGATE": "By aggregate name; a host counts in each of its aggregates.",
-        "BUILDING_BLOCK": "By kubernetes.metal.cloud.sap/bb.",
-    },
-)
 
 
 @strawberry.type(

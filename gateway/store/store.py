@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -34,6 +34,7 @@ from gateway.domain.parse import ParseError, parse_hypervisor
 from gateway.domain.records import ConsumerBooking, Hypervisor
 from gateway.store.collector import collector_paused, settle
 from gateway.store.ordered import Ordered
+from gateway.store.selections import KEEP_UNUSED, MAX_SELECTIONS, Predicate, Selection
 from gateway.store.shards import ShardedMap
 
 __all__ = ["Batch", "Change", "ChangeType", "Snapshot", "Store"]
@@ -71,6 +72,7 @@ class Snapshot:
         #: The source's position at this change (a list or event resourceVersion).
         self.resource_version = resource_version
         self._ledgers: dict[Tally, Ledger] = {}
+        self._selections: dict[Hashable, Selection] = {}
         self._store = store
 
     @property
@@ -88,6 +90,19 @@ class Snapshot:
             if self._store is not None:
                 self._store.bring_forward(tally, found, self)
         return found
+
+    def selection(
+        self, key: Hashable, predicate: Predicate, candidates: Iterable[Hypervisor]
+    ) -> Ordered:
+        """The hosts ``predicate`` (a filter, named by ``key``) selects, in name order:
+        judged on ``candidates`` (in name order, every host it could select) the first
+        time, then carried forward by the store, change by change, while it is asked."""
+        found = self._selections.get(key)
+        if found is None:
+            found = Selection.of(predicate, candidates, self.generation)
+            found = self._selections.setdefault(key, found)
+        found.used = self.generation
+        return Ordered(found.names, self.by_name)
 
     def __len__(self) -> int:
         return len(self.by_name)
@@ -314,6 +329,14 @@ class Store:
             ledger = current._ledgers.setdefault(tally, ledger)
             at = current
 
+    def _carry_selections(self, old: Snapshot, step: Step) -> None:
+        """The selections still asked for, most recent first, brought up to date."""
+        asked = sorted(old._selections.copy().items(), key=lambda item: -item[1].used)
+        current = self._snapshot
+        for key, selection in asked[:MAX_SELECTIONS]:
+            if current.generation - selection.used <= KEEP_UNUSED:
+                current._selections.setdefault(key, selection.apply(*step))
+
     def _parse(
         self,
         obj: Any,
@@ -364,6 +387,7 @@ class Store:
             # old one meanwhile either is copied here or sees the new one and carries it.
             for tally, ledger in old._ledgers.copy().items():
                 self._snapshot._ledgers.setdefault(tally, ledger.apply(*step))
+            self._carry_selections(old, step)
         # Freeze the fleet's records after a whole new set, and again once enough
         # single changes have made new ones (see bulk.settle for why).
         self._unsettled += len(changes)

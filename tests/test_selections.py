@@ -1,0 +1,85 @@
+"""Filtered hosts carried from snapshot to snapshot: the same as judged afresh."""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+from gateway.domain.records import Hypervisor
+from gateway.sources.demo.source import generate
+from gateway.store.selections import KEEP_UNUSED, Selection
+from gateway.store.store import Store
+
+
+def big(h: Hypervisor) -> bool:
+    cpu = h.resources.get("cpu")
+    return cpu is not None and cpu.free is not None and cpu.free >= 40
+
+
+def resized(obj: dict[str, Any], version: str, cpu: int) -> dict[str, Any]:
+    changed = copy.deepcopy(obj)
+    changed["metadata"]["resourceVersion"] = version
+    changed.setdefault("status", {}).setdefault("capacity", {})["cpu"] = str(cpu)
+    return changed
+
+
+def test_a_selection_follows_every_change_as_a_fresh_one_would() -> None:
+    objects = generate(80, seed=5, bookings_per_host=3)
+    store = Store()
+    store.replace(objects)
+    first = store.snapshot.selection("big", big, store.snapshot.ordered)
+    assert [h.name for h in first] == [h.name for h in store.snapshot.ordered if big(h)]
+    rng = random.Random(1)
+    for i in range(60):
+        obj = rng.choice(objects)
+        if i % 7 == 3:
+            store.delete(obj["metadata"]["name"])
+        else:
+            store.upsert(resized(obj, f"v{i}", rng.choice([8, 64, 128, 512])))
+        snapshot = store.snapshot
+        assert "big" in snapshot._selections  # carried, not judged again
+        fresh = [h.name for h in snapshot.ordered if big(h)]
+        asked = snapshot.selection("big", big, snapshot.ordered)
+        assert [h.name for h in asked] == fresh
+        assert all(h is snapshot.by_name[h.name] for h in asked)  # the current records
+
+
+def test_a_selection_nobody_asks_for_is_dropped() -> None:
+    objects = generate(10, seed=5, bookings_per_host=1)
+    store = Store()
+    store.replace(objects)
+    store.snapshot.selection("big", big, store.snapshot.ordered)
+    for i in range(KEEP_UNUSED + 1):
+        store.upsert(resized(objects[0], f"v{i}", 8 + i % 2))
+    assert "big" not in store.snapshot._selections
+
+
+def test_apply_takes_the_old_record_out_and_judges_the_new() -> None:
+    store = Store()
+    store.replace(generate(5, seed=2, bookings_per_host=1))
+    hosts = list(store.snapshot.ordered)
+    selection = Selection.of(lambda h: True, hosts, 0)
+    assert selection.apply([hosts[1]], []).names == tuple(h.name for h in hosts if h != hosts[1])
+    nothing = Selection.of(lambda h: False, hosts, 0)
+    assert nothing.apply([hosts[0]], [hosts[0]]).names == ()
+
+
+def test_filters_that_select_the_same_hosts_share_one_selection() -> None:
+    from decimal import Decimal
+
+    from gateway.api.filters import HypervisorFilter, ResourceRequest, apply_filter
+
+    store = Store()
+    store.replace(generate(40, seed=5, bookings_per_host=3))
+    snapshot = store.snapshot
+
+    def fit(cpu: int) -> HypervisorFilter:
+        return HypervisorFilter(can_fit=[ResourceRequest(resource="cpu", amount=Decimal(cpu))])
+
+    eight = apply_filter(snapshot, fit(8))
+    assert apply_filter(snapshot, fit(8)).names is eight.names  # type: ignore[attr-defined]
+    assert len(snapshot._selections) == 1
+    sixty_four = apply_filter(snapshot, fit(64))
+    assert len(snapshot._selections) == 2
+    assert set(h.name for h in sixty_four) <= set(h.name for h in eight)
