@@ -246,3 +246,12 @@ def test_subscription_events_are_executed_by_the_same_executor() -> None:
     and reuse completed records as queries do."""
     assert schema.execution_context_class is Executor
     assert build_schema(shortcuts=False).execution_context_class is not Executor
+
+
+def test_subscribers_of_one_text_share_its_parsed_document() -> None:
+    """Strawberry parses each subscription itself; cached, one text is one document,
+    which is what completed objects are kept by."""
+    from strawberry.extensions import ParserCache, ValidationCache
+
+    made = {type(factory()) for factory in schema.extensions}  # type: ignore[operator]
+    assert {ParserCache, ValidationCache} <= made

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Annotated
 
 import strawberry
+from strawberry.extensions import ParserCache, ValidationCache
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
@@ -296,6 +297,8 @@ DIRECT_LOOKUPS = (
         )
     ),
 )
+#: Subscription documents whose parse and validation are kept (as the HTTP side keeps its).
+DOCUMENTS = 1024
 #: Types whose objects are store records (or a ledger's totals), immutable and shared
 #: by every answer.
 REUSABLE_TYPES = ("Hypervisor", "FleetGroup")
@@ -308,13 +311,20 @@ def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
     Without ``shortcuts`` every field keeps Strawberry's own resolver: what the
     short-path executor's answers are checked against. With them, subscription events
     are executed by the same executor as queries: a hundred subscribers to the fleet's
-    totals then share the completed groups a change did not touch.
+    totals then share the completed groups a change did not touch. Strawberry parses
+    and validates each subscription's document itself (after the gateway's own checks):
+    cached, subscribers of one text share one document, and so the objects completed
+    for it.
     """
     built = strawberry.Schema(
         query=Query,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),
         execution_context_class=Executor if shortcuts else None,
+        extensions=[
+            lambda: ParserCache(maxsize=DOCUMENTS),
+            lambda: ValidationCache(maxsize=DOCUMENTS),
+        ],
     )
     if shortcuts:
         shortcut_resolvers(built, DIRECT_LOOKUPS)
