@@ -83,3 +83,20 @@ def test_filters_that_select_the_same_hosts_share_one_selection() -> None:
     sixty_four = apply_filter(snapshot, fit(64))
     assert len(snapshot._selections) == 2
     assert set(h.name for h in sixty_four) <= set(h.name for h in eight)
+
+
+def test_a_filter_that_fails_on_a_changed_host_is_dropped_not_the_change() -> None:
+    objects = generate(10, seed=5, bookings_per_host=1)
+    store = Store()
+    store.replace(objects)
+    victim = objects[0]["metadata"]["name"]
+
+    def brittle(h: Hypervisor) -> bool:
+        if h.name == victim and h.resource_version == "boom":
+            raise ValueError("cannot judge")
+        return True
+
+    store.snapshot.selection("brittle", brittle, store.snapshot.ordered)
+    store.upsert(resized(objects[0], "boom", 16))
+    assert store.snapshot.by_name[victim].resource_version == "boom"  # the change landed
+    assert "brittle" not in store.snapshot._selections

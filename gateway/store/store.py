@@ -334,8 +334,12 @@ class Store:
         asked = sorted(old._selections.copy().items(), key=lambda item: -item[1].used)
         current = self._snapshot
         for key, selection in asked[:MAX_SELECTIONS]:
-            if current.generation - selection.used <= KEEP_UNUSED:
+            if current.generation - selection.used > KEEP_UNUSED:
+                continue
+            try:
                 current._selections.setdefault(key, selection.apply(*step))
+            except Exception:  # a filter that fails on a new record: judged again when asked
+                log.exception("filter %r failed on a changed host; dropped", key)
 
     def _parse(
         self,
