@@ -145,3 +145,12 @@ async def test_refused_before_execution_over_http() -> None:
     )
     assert error["extensions"] == {"code": "QUERY_TOO_COSTLY"}
     assert small.status_code == 200
+
+
+def test_the_hosts_of_a_slot_group_cost_a_pass_over_the_fleet() -> None:
+    """A group's hosts are found in the fleet when they are asked for: a flavor's
+    slots alone are kept, its hosts are not."""
+    profile = Profile(hosts=1000, consumers=0, lists={})
+    alone = cost('{ slots(flavor: "m1") { key slots } }', profile)
+    hosts = cost('{ slots(flavor: "m1") { key hypervisors { slots } } }', profile)
+    assert alone < 100 and hosts >= 1000

@@ -62,3 +62,36 @@ async def test_cheap_operations_run_on_the_loop_and_costly_ones_in_a_thread() ->
     assert threads[0] == threading.get_ident()
     assert threads[1] != threading.get_ident()
     assert execution.running == 0
+
+
+async def test_a_cheap_query_that_must_count_the_fleet_counts_in_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fleet's totals are cheap once the store keeps them; their first count is a
+    pass over every host, which must not stall the event loop."""
+    from gateway.api.context import Context
+    from gateway.api.schema import schema
+    from gateway.domain.flavors import load_catalog
+    from gateway.domain.ledger import Ledger
+    from gateway.sources.demo.source import generate
+    from gateway.store.source import SyncStatus
+    from gateway.store.store import Store
+
+    counted_on: list[int] = []
+    count = Ledger.of.__func__  # type: ignore[attr-defined]
+
+    def spied(cls: type[Ledger], *args: object) -> Ledger:
+        counted_on.append(threading.get_ident())
+        return count(cls, *args)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Ledger, "of", classmethod(spied))
+    store = Store()
+    store.replace(generate(30, seed=1, bookings_per_host=2))
+    execution = Execution(schema._schema, Limits())
+    document = parse("{ fleetCapacity(groupBy: ZONE) { key resources { name free } } }")
+    status = SyncStatus(source="test", synced=True)
+    for _ in range(2):
+        context = Context(store, status, None, catalog=load_catalog(None))  # type: ignore[arg-type]
+        result = await execution.run(document, context, None, None, lambda r: r, 10)
+        assert result.errors is None and result.data is not None
+    assert len(counted_on) == 1 and counted_on[0] != threading.get_ident()

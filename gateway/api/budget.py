@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-__all__ = ["TIMEOUT", "TOO_LARGE", "Budget", "Overrun"]
+__all__ = ["TIMEOUT", "TOO_LARGE", "Budget", "Offload", "Overrun"]
 
 #: The ``extensions.code`` of the errors an overrun is answered with.
 TIMEOUT = "QUERY_TIMEOUT"
@@ -38,10 +38,14 @@ class Overrun(BaseException):
         self.code = code
 
 
+class Offload(BaseException):
+    """An operation run on the event loop reached work that must not run there."""
+
+
 class Budget:
     """The time and response bytes left to one operation, charged field by field."""
 
-    __slots__ = ("_clock", "at", "max_bytes", "seconds", "spent", "stopped", "ticks")
+    __slots__ = ("_clock", "at", "inline", "max_bytes", "seconds", "spent", "stopped", "ticks")
 
     def __init__(
         self,
@@ -58,6 +62,8 @@ class Budget:
         self.stopped = False
         #: Charges left before the next :meth:`check`.
         self.ticks = CLOCK_EVERY
+        #: Whether the operation runs on the event loop (see :meth:`scan`).
+        self.inline = False
 
     def charge(self, size: int) -> None:
         """Count ``size`` bytes of answer; raise :class:`Overrun` once over budget.
@@ -69,6 +75,15 @@ class Budget:
         self.ticks -= 1
         if self.ticks <= 0:
             self.check()
+
+    def scan(self) -> None:
+        """About to count over the whole fleet (a total the store does not keep yet).
+
+        Estimated cheap, the operation may run on the event loop, where a second of
+        counting would stall every other request: :class:`Offload` it to a thread.
+        """
+        if self.inline:
+            raise Offload
 
     def check(self) -> None:
         """Raise :class:`Overrun` if over the size, past the deadline, or stopped."""

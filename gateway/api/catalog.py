@@ -183,7 +183,7 @@ def _groups(
         tally = counted.SlotTally.of(requests, view, grouping)
         keys = group_keys(grouping)
         return counted.read_groups(
-            snapshot.ledger(tally),
+            info.context.ledger(tally),
             flavor,
             lambda key: [h for h in snapshot.ordered if key in keys(h)],
         )

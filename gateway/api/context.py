@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from gateway.api.budget import Budget
 from gateway.domain.flavors import NO_CATALOG, Catalog
+from gateway.domain.ledger import Ledger, Tally
 from gateway.domain.records import Hypervisor
 from gateway.store.feed import Feed
 from gateway.store.reads import Reads
@@ -83,6 +84,17 @@ class Context:
         """The snapshot, for the transport (cache keys, cost): recorded as no read."""
         # Not `or`: an empty fleet's snapshot is falsy, and it is pinned all the same.
         return self.store.snapshot if self._snapshot is None else self._snapshot
+
+    def ledger(self, tally: Tally) -> Ledger:
+        """The sums ``tally`` keeps over the fleet, for a resolver (a read of the fleet).
+
+        Kept by the store once counted; the first count is a pass over every host,
+        which an operation running on the event loop hands to a worker thread.
+        """
+        snapshot = self.snapshot
+        if not snapshot.keeps(tally) and self.budget is not None:
+            self.budget.scan()
+        return snapshot.ledger(tally)
 
     def host(self, name: str) -> Hypervisor | None:
         """One hypervisor by name, for a resolver: its answer depends on this host only."""

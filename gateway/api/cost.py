@@ -288,6 +288,8 @@ class _Walk:
             return Fraction(page)
         if parent == "Query" and field == "fleetCapacity":
             return OTHER_LIST
+        if parent == "SlotGroup" and field == "hypervisors":
+            return Fraction(self.profile.hosts)  # a group's hosts, found in the fleet
         return self.profile.lists.get((parent, field), OTHER_LIST)
 
     def page(self, node: FieldNode) -> int:

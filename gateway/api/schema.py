@@ -213,7 +213,8 @@ class Query:
             FleetGrouping, strawberry.argument(description="Grouping (default NONE).")
         ] = FleetGrouping.NONE,
     ) -> list[FleetGroup]:
-        return fleet_groups(info.context.snapshot, filter, group_by)  # type: ignore[return-value]
+        context = info.context
+        return fleet_groups(context.snapshot, filter, group_by, context.ledger)  # type: ignore[return-value]
 
     @strawberry.field(
         description="How many more instances of one size fit, per group (domain brief, section "

@@ -1,5 +1,6 @@
 """The GraphQL view of fleet totals (``fleetCapacity`` and its subscription)."""
 
+from collections.abc import Callable
 from typing import Annotated
 
 import strawberry
@@ -8,6 +9,7 @@ from gateway.api.enums import FleetGrouping
 from gateway.api.filters import HypervisorFilter, apply_filter
 from gateway.api.scalars import Quantity
 from gateway.domain import fleet
+from gateway.domain.ledger import Ledger, Tally
 from gateway.store.store import Snapshot
 
 __all__ = ["FleetGroup", "FleetGrouping", "FleetResource", "fleet_groups"]
@@ -96,14 +98,19 @@ class FleetGroup:
 
 
 def fleet_groups(
-    snapshot: Snapshot, where: HypervisorFilter | None, group_by: FleetGrouping | None
+    snapshot: Snapshot,
+    where: HypervisorFilter | None,
+    group_by: FleetGrouping | None,
+    ledger: Callable[[Tally], Ledger] | None = None,
 ) -> list[fleet.FleetGroup]:
     """Totals of the hosts ``where`` selects in ``snapshot``, grouped.
 
-    The whole fleet's are kept per change (the snapshot's ledger); a filter's
-    hosts are counted for the question.
+    The whole fleet's are kept per change (the snapshot's ledger, read through
+    ``ledger`` when given: a query's context); a filter's hosts are counted for the
+    question.
     """
     grouping = group_by or FleetGrouping.NONE
     if where is None:
-        return fleet.fleet_groups(snapshot.ledger(fleet.tally(grouping)), grouping)
+        sums = (ledger or snapshot.ledger)(fleet.tally(grouping))
+        return fleet.fleet_groups(sums, grouping)
     return fleet.fleet_capacity(apply_filter(snapshot, where), grouping)

@@ -10,7 +10,9 @@ deadline (gateway.api.budget), and is told to stop as soon as nobody waits for i
 An operation whose estimated cost is small (``Limits.inline_cost``: a lookup, the
 fleet's totals, a page) runs on the event loop instead: its work is shorter than
 a thread's handoff, and under churn, with the loop applying changes and the
-threads contending for the interpreter, that handoff was most of its time.
+threads contending for the interpreter, that handoff was most of its time. One
+that meets work its estimate could not see (the first count of a total the store
+then keeps) stops there and runs again in a worker thread.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from graphql import DocumentNode, ExecutionResult, GraphQLError, GraphQLSchema, execute
 
-from gateway.api.budget import TIMEOUT, Budget, Overrun
+from gateway.api.budget import TIMEOUT, Budget, Offload, Overrun
 from gateway.api.context import Context
 from gateway.api.executor import Executor
 from gateway.api.limits import LimitError, Limits
@@ -77,7 +79,13 @@ class Execution:
                 raise RequestError([error], status=400) from None
 
         if cost <= self.limits.inline_cost:  # no thread, no slot: done before anything else runs
-            return work()
+            budget.inline = True
+            try:
+                return work()
+            except Offload:  # it met a count over the fleet: that runs in a thread
+                budget = context.budget = Budget(
+                    self.limits.max_seconds, self.limits.max_response_bytes
+                )
         if self.running >= self.limits.max_concurrent:
             raise HttpError(
                 429,

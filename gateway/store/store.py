@@ -80,6 +80,10 @@ class Snapshot:
         """The store that made this snapshot (None for a store's empty first one)."""
         return self._store
 
+    def keeps(self, tally: Tally) -> bool:
+        """Whether the sums ``tally`` keeps are counted on this snapshot already."""
+        return tally in self._ledgers
+
     def ledger(self, tally: Tally) -> Ledger:
         """The sums ``tally`` keeps over this fleet: carried forward from the previous
         snapshot's by the store, or counted here by the first question that needs them
