@@ -93,8 +93,11 @@ class Kept:
         self.max_kept = max_kept
         self._kept: dict[tuple[int, ...], Completed] = {}
         self._lock = threading.Lock()
-        #: Whether a selection (by operation, type and field nodes) reads only its record.
-        self._pure: dict[tuple[int, ...], bool] = {}
+        #: Whether a selection (by operation, type and field nodes) reads only its record;
+        #: the nodes are held with the answer, so that their ids are not reused meanwhile.
+        self._pure: dict[
+            tuple[int, ...], tuple[OperationDefinitionNode, tuple[FieldNode, ...], bool]
+        ] = {}
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -118,17 +121,18 @@ class Kept:
     ) -> bool:
         """Whether every field the ``nodes`` select on ``object_type`` reads only the object."""
         key = (id(operation), id(object_type), *map(id, nodes))
-        found = self._pure.get(key)
-        if found is None:
-            walk = _Purity(fragments)
-            found = all(
-                n.selection_set is not None and walk.selections(object_type, n.selection_set)
-                for n in nodes
-            )
-            with self._lock:
-                if len(self._pure) > self.max_kept:
-                    self._pure.clear()
-                self._pure[key] = found
+        known = self._pure.get(key)
+        if known is not None and known[0] is operation and known[1] == nodes:
+            return known[2]
+        walk = _Purity(fragments)
+        found = all(
+            n.selection_set is not None and walk.selections(object_type, n.selection_set)
+            for n in nodes
+        )
+        with self._lock:
+            if len(self._pure) > self.max_kept:
+                self._pure.clear()
+            self._pure[key] = (operation, nodes, found)
         return found
 
 
