@@ -170,8 +170,7 @@ class Executor(IncrementalExecutor):
         budget = self.budget
         if kept is not None and kept.matches(result, self.operation, self.variable_values.coerced):
             if budget is not None:
-                budget.spent += kept.spent
-                budget.check()
+                budget.charge(kept.spent)
             return kept.value
         errors = len(self.collected_errors.errors)
         spent = budget.spent if budget is not None else 0
@@ -234,10 +233,7 @@ class Executor(IncrementalExecutor):
             if kept is not None and kept.matches(item, operation, variables):
                 completed.append(kept.value)
                 if budget is not None:
-                    budget.spent += kept.spent
-                    budget.ticks -= 1
-                    if budget.ticks <= 0:
-                        budget.check()
+                    budget.charge(kept.spent)
             elif self.complete_list_item_value(
                 item,
                 completed,
