@@ -4,7 +4,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from decimal import Decimal
 from enum import Enum
-from typing import Any, overload
+from typing import Any
 
 import strawberry
 from graphql import GraphQLError
@@ -15,6 +15,7 @@ from gateway.api.pagination import Position
 from gateway.api.scalars import Quantity
 from gateway.domain import capacity
 from gateway.domain import records as domain
+from gateway.store.ordered import Mapped
 from gateway.store.store import Snapshot
 
 __all__ = [
@@ -238,31 +239,14 @@ def ordered(
     """
     order = order or HypervisorOrder()
     if order.field is HypervisorOrderField.NAME and order.direction is OrderDirection.ASC:
-        return hypervisors, _NameKeys(hypervisors)
+        return hypervisors, Mapped(hypervisors, _name_key)
     keys = _keys(hypervisors, order)
     ranked = sorted(zip(keys, hypervisors, strict=True), key=lambda pair: pair[0])
     return [h for _, h in ranked], [k for k, _ in ranked]
 
 
-class _NameKeys(Sequence[Key]):
-    """The keys of hosts in name order, for NAME ASC, each made when it is read."""
-
-    __slots__ = ("_hypervisors",)
-
-    def __init__(self, hypervisors: Sequence[domain.Hypervisor]) -> None:
-        self._hypervisors = hypervisors
-
-    def __len__(self) -> int:
-        return len(self._hypervisors)
-
-    @overload
-    def __getitem__(self, index: int) -> Key: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Key]: ...
-    def __getitem__(self, index: int | slice) -> Key | list[Key]:
-        if isinstance(index, slice):
-            return [(0, _ZERO, h.name) for h in self._hypervisors[index]]
-        return (0, _ZERO, self._hypervisors[index].name)
+def _name_key(hypervisor: domain.Hypervisor) -> Key:
+    return (0, _ZERO, hypervisor.name)
 
 
 def _keys(hypervisors: Sequence[domain.Hypervisor], order: HypervisorOrder) -> list[Key]:

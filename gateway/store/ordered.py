@@ -10,34 +10,47 @@ and each record is looked up by name when it is read.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import overload
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Generic, TypeVar, overload
 
 from gateway.domain.records import Hypervisor
 
-__all__ = ["Ordered"]
+__all__ = ["Mapped", "Ordered"]
+
+_T = TypeVar("_T")
+_V = TypeVar("_V")
 
 
-class Ordered(Sequence[Hypervisor]):
-    """The records of ``by_name``, in the order of ``names`` (its keys, sorted)."""
+class Mapped(Sequence[_V], Generic[_T, _V]):
+    """``function`` of each of ``items``, made only where it is read."""
 
-    __slots__ = ("_by_name", "names")
+    __slots__ = ("_function", "_items")
 
-    def __init__(self, names: tuple[str, ...], by_name: Mapping[str, Hypervisor]) -> None:
-        self.names = names
-        self._by_name = by_name
+    def __init__(self, items: Sequence[_T], function: Callable[[_T], _V]) -> None:
+        self._items = items
+        self._function = function
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self._items)
 
     @overload
-    def __getitem__(self, index: int) -> Hypervisor: ...
+    def __getitem__(self, index: int) -> _V: ...
     @overload
-    def __getitem__(self, index: slice) -> list[Hypervisor]: ...
-    def __getitem__(self, index: int | slice) -> Hypervisor | list[Hypervisor]:
+    def __getitem__(self, index: slice) -> list[_V]: ...
+    def __getitem__(self, index: int | slice) -> _V | list[_V]:
         if isinstance(index, slice):
-            return [self._by_name[name] for name in self.names[index]]
-        return self._by_name[self.names[index]]
+            return [self._function(item) for item in self._items[index]]
+        return self._function(self._items[index])
 
-    def __iter__(self) -> Iterator[Hypervisor]:
-        return map(self._by_name.__getitem__, self.names)
+    def __iter__(self) -> Iterator[_V]:
+        return map(self._function, self._items)
+
+
+class Ordered(Mapped[str, Hypervisor]):
+    """The records of ``by_name``, in the order of ``names`` (its keys, sorted)."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, names: tuple[str, ...], by_name: Mapping[str, Hypervisor]) -> None:
+        super().__init__(names, by_name.__getitem__)
+        self.names = names
