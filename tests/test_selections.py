@@ -100,3 +100,18 @@ def test_a_filter_that_fails_on_a_changed_host_is_dropped_not_the_change() -> No
     store.upsert(resized(objects[0], "boom", 16))
     assert store.snapshot.by_name[victim].resource_version == "boom"  # the change landed
     assert "brittle" not in store.snapshot._selections
+
+
+def test_a_selection_judged_on_a_past_snapshot_is_brought_to_the_current_one() -> None:
+    objects = generate(30, seed=5, bookings_per_host=2)
+    store = Store()
+    store.replace(objects)
+    past = store.snapshot  # a slow question pins it, the store moves on meanwhile
+    for i, obj in enumerate(objects[:5]):
+        store.upsert(resized(obj, f"v{i}", [8, 512][i % 2]))
+    store.delete(objects[7]["metadata"]["name"])
+    past.selection("big", big, past.ordered)
+    current = store.snapshot
+    assert "big" in current._selections  # the next question does not judge it again
+    asked = current.selection("big", big, current.ordered)
+    assert [h.name for h in asked] == [h.name for h in current.ordered if big(h)]

@@ -27,11 +27,12 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from gateway.domain.ledger import Journal, Ledger, Step, Tally
 from gateway.domain.parse import ParseError, parse_hypervisor
 from gateway.domain.records import ConsumerBooking, Hypervisor
+from gateway.store.carried import Carried, Making
 from gateway.store.collector import collector_paused, settle
 from gateway.store.ordered import Ordered
 from gateway.store.selections import KEEP_UNUSED, MAX_SELECTIONS, Predicate, Selection
@@ -90,9 +91,7 @@ class Snapshot:
         (and then handed on to the snapshots the store made meanwhile)."""
         found = self._ledgers.get(tally)
         if found is None:
-            found = self._ledgers.setdefault(tally, Ledger.of(tally, self.by_name.values()))
-            if self._store is not None:
-                self._store.bring_forward(tally, found, self)
+            found = self._made(_ledgers, tally, lambda: Ledger.of(tally, self.by_name.values()))
         return found
 
     def selection(
@@ -103,10 +102,18 @@ class Snapshot:
         time, then carried forward by the store, change by change, while it is asked."""
         found = self._selections.get(key)
         if found is None:
-            found = Selection.of(predicate, candidates, self.generation)
-            found = self._selections.setdefault(key, found)
+            found = self._made(
+                _selections, key, lambda: Selection.of(predicate, candidates, self.generation)
+            )
         found.used = self.generation
         return Ordered(found.names, self.by_name)
+
+    def _made(
+        self, table: Table[_Carried], key: Hashable, make: Callable[[], _Carried]
+    ) -> _Carried:
+        if self._store is None:  # the empty first snapshot
+            return table(self).setdefault(key, make())
+        return self._store.share(table, key, self, make)
 
     def __len__(self) -> int:
         return len(self.by_name)
@@ -169,6 +176,19 @@ def _group(
 Listener = Callable[[Snapshot, list[Change]], None]
 
 
+_Carried = TypeVar("_Carried", bound=Carried)
+#: Where a snapshot keeps one kind of carried value.
+Table = Callable[[Snapshot], dict[Any, _Carried]]
+
+
+def _ledgers(snapshot: Snapshot) -> dict[Tally, Ledger]:
+    return snapshot._ledgers
+
+
+def _selections(snapshot: Snapshot) -> dict[Hashable, Selection]:
+    return snapshot._selections
+
+
 #: Changes above which (and above half the fleet) ledgers are counted afresh.
 _RECOUNT_ABOVE = 256
 #: Changed records after which the store takes the fleet out of the cyclic collector.
@@ -218,6 +238,7 @@ class Store:
         # Content fingerprints of the objects that have no resourceVersion.
         self._fingerprints: dict[str, str] = {}
         self._journal = Journal()
+        self._making = Making(self._journal)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -318,20 +339,29 @@ class Store:
         """Record a newer source position with no change to the fleet (a bookmark)."""
         self._commit(self._snapshot.by_name, [], resource_version)
 
-    def bring_forward(self, tally: Tally, ledger: Ledger, at: Snapshot) -> None:
-        """Carry a ledger counted on ``at`` to the current snapshot, by the journal.
-
-        Called from the thread that counted it: the store may move on meanwhile,
-        so it carries until the snapshot it reached is the current one.
-        """
+    def share(
+        self, table: Table[_Carried], key: Hashable, at: Snapshot, make: Callable[[], _Carried]
+    ) -> _Carried:
+        """What ``make`` makes from the fleet of ``at`` (a ledger, a selection: kept in
+        ``table`` under ``key``), made once for every question asking meanwhile
+        (:mod:`gateway.store.carried`), kept on ``at`` and carried to the current
+        snapshot."""
+        value = table(at).setdefault(key, self._making.once((table, key), at.generation, make))
+        # Called from the thread that made it: the store may move on meanwhile, so
+        # carry until the snapshot reached is the current one. The journal records
+        # a change before the change is published: a snapshot seen here has its step.
+        carried = value
         while (current := self._snapshot) is not at:
-            steps = self._journal.since(at.generation, current.generation)
-            if steps is None:
-                return
-            for step in steps:
-                ledger = ledger.apply(*step)
-            ledger = current._ledgers.setdefault(tally, ledger)
+            try:
+                brought = self._making.carry(carried, at.generation, current.generation)
+            except Exception:  # a filter that fails on a new record: judged again when asked
+                log.exception("%r failed on a changed host; not carried", key)
+                break
+            if brought is None:
+                break
+            carried = table(current).setdefault(key, brought)
             at = current
+        return value
 
     def _carry_selections(self, old: Snapshot, step: Step) -> None:
         """The selections still asked for, most recent first, brought up to date."""
@@ -387,9 +417,9 @@ class Store:
         new = Snapshot(old.generation + 1, hypervisors, self.resource_version, self)
         if "names" in old.__dict__ and all(c.type is ChangeType.MODIFIED for c in changes):
             new.__dict__["names"] = old.names  # the same hosts: the same order
-        self._snapshot = new
         step = _step(changes, len(hypervisors))
-        self._journal.record(self._snapshot.generation, step)
+        self._journal.record(new.generation, step)
+        self._snapshot = new
         if step is not None:
             # After the new snapshot is published: a question counting a ledger on the
             # old one meanwhile either is copied here or sees the new one and carries it.
