@@ -207,9 +207,11 @@ async def test_live_totals_are_computed_once_for_all_their_subscribers(
     from gateway.api import subscriptions
 
     computed: list[tuple[int, str]] = []
+    on_loop: list[bool] = []
 
     def counting(snapshot: Any, where: Any, group_by: Any) -> Any:
         computed.append((snapshot.generation, str(group_by)))
+        on_loop.append(asyncio._get_running_loop() is not None)
         return fleet_groups(snapshot, where, group_by)
 
     monkeypatch.setattr(subscriptions, "fleet_groups", counting)
@@ -230,6 +232,8 @@ async def test_live_totals_are_computed_once_for_all_their_subscribers(
     assert first[0] == first[1] == first[2] != second[0] == second[1] == second[2]
     # One computation per generation, whatever the number of subscribers.
     assert len(computed) == len(set(computed)) == 2
+    # The first counts the fleet, in a worker thread; the next reads the kept sums.
+    assert on_loop == [False, True]
 
 
 async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, Store]) -> None:
