@@ -67,8 +67,7 @@ class Execution:
         the loop takes none), and :class:`RequestError` (400) for an operation over its
         time or size.
         """
-        budget = Budget(self.limits.max_seconds, self.limits.max_response_bytes)
-        context.budget = budget
+        budget = context.budget = self._budget()
 
         def work() -> T:
             try:
@@ -83,9 +82,7 @@ class Execution:
             try:
                 return work()
             except Offload:  # it met a count over the fleet: that runs in a thread
-                budget = context.budget = Budget(
-                    self.limits.max_seconds, self.limits.max_response_bytes
-                )
+                budget = context.budget = self._budget()
         if self.running >= self.limits.max_concurrent:
             raise HttpError(
                 429,
@@ -105,6 +102,10 @@ class Execution:
         finally:
             budget.stop()
             self.running -= 1
+
+    def _budget(self) -> Budget:
+        """A fresh budget for one run of an operation (a second one for an offloaded rerun)."""
+        return Budget(self.limits.max_seconds, self.limits.max_response_bytes)
 
 
 def execute_document(
