@@ -255,3 +255,29 @@ def test_subscribers_of_one_text_share_its_parsed_document() -> None:
 
     made = {type(factory()) for factory in schema.extensions}  # type: ignore[operator]
     assert {ParserCache, ValidationCache} <= made
+
+
+def test_an_answered_operation_frees_its_snapshot_without_the_cyclic_collector() -> None:
+    import gc
+    import weakref
+
+    own = Store()
+    own.replace(generate(3, seed=2, bookings_per_host=1))
+    context = Context(own, SyncStatus(source="test", synced=True), None)  # type: ignore[arg-type]
+    held = weakref.ref(context.snapshot)
+    collecting = gc.isenabled()
+    gc.disable()  # a gc.freeze (the store's settle) would keep whatever a cycle holds
+    try:
+        result = execute(
+            schema._schema,
+            parse("{ hypervisors { nodes { name } } }"),
+            context_value=context,
+            executor_class=Executor,
+        )
+        assert isinstance(result, ExecutionResult) and not result.errors
+        del context, result
+        own.replace([])  # the store moves on: nothing but the answer held the old snapshot
+        assert held() is None
+    finally:
+        if collecting:
+            gc.enable()

@@ -71,6 +71,22 @@ class Executor(IncrementalExecutor):
         self._variables_key: int | None = None
         self.budget: Budget | None = getattr(self.context_value, "budget", None)
 
+    def execute_operation(self, serially: bool | None = None) -> Any:
+        """graphql-core's, leaving nothing that keeps the executor alive once answered.
+
+        graphql-core's executor refers to itself (``async_helpers`` holds its bound
+        methods), so without this an answered operation, and the snapshot its
+        context holds, lived on until the cyclic collector found it, and a
+        ``gc.freeze`` (the store's settle) in between kept it for good: under
+        churn, a pinned old snapshot per freeze, whose replaced records were never
+        freed. Every resolver here is synchronous, so once a result is made
+        nothing asks for the helpers again.
+        """
+        result = super().execute_operation(serially)
+        if not self.is_awaitable(result):
+            del self.async_helpers
+        return result
+
     def execute_field(
         self,
         parent_type: GraphQLObjectType,
