@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from gateway.store.store import Store
 from tests import fleet
-from tests.objects import hypervisor
+from tests.objects import consumer, hypervisor
 from tests.support import query, serve
 
 
@@ -185,6 +186,40 @@ async def test_consumers_connection_and_filters(client: httpx.AsyncClient) -> No
         a=data["page"]["pageInfo"]["endCursor"],
     )
     assert [n["uuid"] for n in rest["consumers"]["nodes"]] == [fleet.C3, fleet.C4, fleet.C5]
+
+
+CONSUMERS = """query($u: UUID!) {
+  consumer(uuid: $u) { uuid migrating hypervisors { name }
+                       bookings { hypervisor { name } resources { name amount } } }
+  hosts: hypervisors(filter: {consumer: $u}) { nodes { name } }
+  all: consumers { totalCount nodes { uuid hypervisors { name } bookings { resources { amount } } } }
+  p1: consumers(filter: {projectId: "p1"}) { nodes { uuid } }
+  page: consumers(first: 2) { pageInfo { hasNextPage endCursor } nodes { uuid } } }"""
+
+
+async def test_consumers_answer_after_changes_as_on_a_fresh_store() -> None:
+    """The consumer index is carried by the changes: a migration, a consumer gone,
+    a status patch, a new host. The answers are those of a store loaded afresh."""
+    objects = fleet.objects()
+    async with serve(objects) as (client, store):
+        before = await query(client, CONSUMERS, u=fleet.C1)  # indexes the consumers
+        node_a, node_b, node_c = objects[:3]
+        node_c["spec"]["bookings"].append(copy.deepcopy(node_a["spec"]["bookings"][1]))  # C1
+        node_b["spec"]["bookings"].pop()  # C4 is gone
+        node_a["status"]["allocation"]["cpu"] = "31"
+        added = hypervisor(
+            "node-e", spec={"bookings": [consumer(fleet.C4.replace("4", "6"), {"cpu": 1})]}
+        )
+        for changed in [node_c, node_b, node_a, added]:
+            changed["metadata"]["resourceVersion"] = "2"
+            store.upsert(changed)
+        assert store.snapshot.indexes_consumers()  # carried, not indexed again
+        after = await query(client, CONSUMERS, u=fleet.C1)
+    async with serve([*objects, added]) as (client, _):
+        assert await query(client, CONSUMERS, u=fleet.C1) == after
+    assert before["hosts"]["nodes"] == [{"name": "node-a"}]
+    assert after["hosts"]["nodes"] == [{"name": "node-a"}, {"name": "node-c"}]
+    assert after["consumer"]["migrating"] and after["all"]["totalCount"] == 5
 
 
 @pytest.mark.parametrize(

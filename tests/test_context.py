@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from gateway.api.budget import Budget, Offload
 from gateway.api.context import Context
 from gateway.store.feed import Feed
 from gateway.store.source import SyncStatus
@@ -45,3 +48,18 @@ def test_for_operation_pins_the_current_snapshot() -> None:
     current = store.snapshot
     store.replace([hypervisor("node-1")])
     assert operation.snapshot is current
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_the_first_index_of_the_consumers_is_not_made_on_the_event_loop(ordered: bool) -> None:
+    """A lookup runs on the loop; indexing every booking for it must go to a thread,
+    and so must the first order of the UUIDs, for a page of them."""
+    store = Store()
+    store.replace([hypervisor("node-1", spec={"bookings": []})])
+    inline = context(store, pinned=True)
+    inline.budget = Budget(60.0, 10**9)
+    inline.budget.inline = True
+    with pytest.raises(Offload):
+        inline.consumers(ordered=ordered)
+    assert list(context(store, pinned=True).consumers(ordered=ordered)) == []  # in a thread
+    assert len(inline.consumers(ordered=ordered)) == 0  # now kept: read on the loop

@@ -120,6 +120,15 @@ def test_lists_multiply_and_pages_bound() -> None:
     assert estimate(schema._schema, document, operation, {"n": 3}, profile, 50) == 2 + 3
 
 
+def test_a_page_of_consumers_costs_the_page_and_a_filter_every_consumer() -> None:
+    """The consumers' UUIDs are kept in order: a page reads its own consumers only, a
+    filter looks at every one of them."""
+    profile = Profile(hosts=100, consumers=400, lists={})
+    assert cost("{ consumers(first: 10) { nodes { uuid } } }", profile) == 1 + 1 + 10
+    filtered = '{ consumers(first: 10, filter: {projectId: "p"}) { nodes { uuid } } }'
+    assert cost(filtered, profile) == 400 + 1 + 1 + 10
+
+
 def test_fragments_cost_what_they_expand_to() -> None:
     profile = Profile(hosts=100, consumers=0, lists={})
     spread = "{ hypervisors { nodes { ...F ...F } } } fragment F on Hypervisor { name zone }"

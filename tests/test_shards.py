@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -54,3 +55,38 @@ def test_readers_see_the_shards_a_change_shares() -> None:
     (new,) = [b for a, b in pairs if a is not b]
     assert new["node00007"] == -7
     assert {k: v for shard in changed.shards() for k, v in shard.items()} == dict(changed)
+
+
+@given(
+    st.dictionaries(names, st.integers()),
+    st.dictionaries(names, st.integers()),
+    st.lists(names),
+    st.sampled_from([1, 2, 16, 1024]),
+)
+def test_a_batch_of_changes_reads_as_the_dict_with_them(
+    start: dict[str, int], values: dict[str, int], deleted: list[str], shards: int
+) -> None:
+    before = ShardedMap(start, shards=shards)
+    after = before.changed(values, deleted)
+    expected = {k: v for k, v in start.items() if k not in deleted} | values
+    assert after == expected and len(after) == len(expected)
+    assert len(after.shards()) == shards and before == start  # the old map unchanged
+
+
+def test_a_batch_copies_each_shard_it_touches_once() -> None:
+    consumers = ShardedMap({f"uuid-{i}": i for i in range(5000)}, shards=1024)
+    values = {"uuid-1": -1, "uuid-2": -2, "uuid-new": 0}
+    changed = consumers.changed(values, ["uuid-3", "absent"])
+    touched = {hash(k) & 1023 for k in [*values, "uuid-3"]}
+    kept = [
+        i
+        for i, (a, b) in enumerate(zip(consumers.shards(), changed.shards(), strict=True))
+        if a is b
+    ]
+    assert len(kept) == 1024 - len(touched) and not touched & set(kept)
+    assert consumers.changed({}, ["absent"]) is consumers  # nothing to change: the same map
+
+
+def test_the_number_of_shards_is_a_power_of_two() -> None:
+    with pytest.raises(ValueError, match="power of two, not 1000"):
+        ShardedMap({}, shards=1000)

@@ -8,6 +8,7 @@ from gateway.api.budget import Budget
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.domain.ledger import Ledger, Tally
 from gateway.domain.records import Hypervisor
+from gateway.store.consumers import Consumers
 from gateway.store.feed import Feed
 from gateway.store.reads import Reads
 from gateway.store.source import SyncStatus
@@ -95,6 +96,19 @@ class Context:
         if not snapshot.keeps(tally) and self.budget is not None:
             self.budget.scan()
         return snapshot.ledger(tally)
+
+    def consumers(self, *, ordered: bool = False) -> Consumers:
+        """The fleet's consumers, for a resolver (a read of the fleet); ``ordered`` for
+        one that lists them in UUID order.
+
+        Kept by the store once indexed; the first index (and the first order of
+        the UUIDs) is a pass over every booking, handed to a worker thread as
+        :meth:`ledger`'s first count is.
+        """
+        snapshot = self.snapshot
+        if not snapshot.indexes_consumers(ordered=ordered) and self.budget is not None:
+            self.budget.scan()
+        return snapshot.by_consumer
 
     def host(self, name: str) -> Hypervisor | None:
         """One hypervisor by name, for a resolver: its answer depends on this host only."""

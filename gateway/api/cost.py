@@ -11,9 +11,10 @@ Those numbers come from the store (:class:`Profile`): the number of hosts and
 consumers, the mean length of each of a host's lists (bookings, instances, ...),
 and the page a connection returns (``first``, else the page size limit, at most
 the number of hosts or consumers). Root fields that scan the fleet whatever they
-return (a filter, an order) cost one per host they scan; the fleet's totals and
-its pages by name are kept by the store, and cost what they return. Means are exact
-fractions, so a thousand hosts with 17.3 bookings each cost 17,300 bookings.
+return (a filter, an order) cost one per host, or consumer, they scan; the fleet's
+totals, its pages by name and its consumers' pages by UUID are kept by the store,
+and cost what they return. Means are exact fractions, so a thousand hosts with
+17.3 bookings each cost 17,300 bookings.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ SCANS: dict[str, frozenset[str] | None] = {
     "fleetCapacity": frozenset({"filter"}),
     "placementProvider": None,  # always
 }
+#: Root fields that scan every consumer, given these arguments: their UUID order is kept.
+CONSUMER_SCANS: dict[str, frozenset[str] | None] = {"consumers": frozenset({"filter"})}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -205,24 +208,18 @@ class _Walk:
         self.memo: dict[tuple[str, int], Fraction] = {}
 
     def root(self, selection_set: SelectionSetNode, root: GraphQLObjectType) -> Fraction:
-        scans = sum(
-            self.profile.hosts
-            for s in selection_set.selections
-            if isinstance(s, FieldNode) and self.scans(s)
-        )
-        consumers = sum(
-            self.profile.consumers
-            for s in selection_set.selections
-            if isinstance(s, FieldNode) and s.name.value == "consumers"
-        )
+        roots = [s for s in selection_set.selections if isinstance(s, FieldNode)]
+        scans = sum(self.profile.hosts for s in roots if self.scans(s, SCANS))
+        consumers = sum(self.profile.consumers for s in roots if self.scans(s, CONSUMER_SCANS))
         return scans + consumers + self.selections(selection_set, root, 0)
 
-    def scans(self, node: FieldNode) -> bool:
-        """Whether a root field scans the fleet: always, or when given one of its arguments."""
+    def scans(self, node: FieldNode, scanning: Mapping[str, frozenset[str] | None]) -> bool:
+        """Whether a root field that is one of ``scanning`` scans: always, or when given
+        one of its arguments."""
         name = node.name.value
-        if name not in SCANS:
+        if name not in scanning:
             return False
-        arguments = SCANS[name]
+        arguments = scanning[name]
         return arguments is None or any(
             a.name.value in arguments and self.given(a.value) for a in node.arguments or ()
         )

@@ -150,8 +150,8 @@ def _candidates(snapshot: Snapshot, where: HypervisorFilter) -> Iterable[domain.
     """The narrowest index the filter allows: every host it could select, in name order."""
     candidates: Iterable[domain.Hypervisor] = snapshot.ordered
     if where.consumer is not None:
-        names = {b.hypervisor for b in snapshot.by_consumer.get(where.consumer.lower(), ())}
-        candidates = [h for h in candidates if h.name in names]
+        hosts = snapshot.by_consumer.hosts(where.consumer.lower())
+        candidates = [snapshot.by_name[name] for name in hosts]
     elif where.zone is not None:
         candidates = snapshot.by_zone.get(where.zone, ())
     elif where.trait is not None:

@@ -108,7 +108,7 @@ class ConsumerRecord:
 
 
 def consumer_view(context: Context, uuid: str) -> ConsumerRecord | None:
-    bookings = context.snapshot.by_consumer.get(uuid.lower())
+    bookings = context.consumers().get(uuid.lower())
     return ConsumerRecord(uuid.lower(), bookings) if bookings else None
 
 

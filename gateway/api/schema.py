@@ -5,6 +5,7 @@ precomputed records in it; none of them talks to Kubernetes or the file system.
 """
 
 import datetime
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Annotated
 
@@ -34,6 +35,7 @@ from gateway.api.scalars import PlacementProvider
 from gateway.api.shortcuts import shortcut_resolvers
 from gateway.api.subscriptions import Subscription
 from gateway.api.totals import FleetGroup, fleet_groups
+from gateway.store.ordered import Mapped
 from gateway.store.source import SyncStatus as SyncStatusRecord
 
 __all__ = ["LIVE_FIELDS", "build_schema", "schema", "sdl"]
@@ -99,6 +101,10 @@ class SyncStatus:
 
 
 _ZERO = Decimal(0)
+
+
+def _position(uuid: str) -> Position:
+    return Position(0, _ZERO, uuid)
 
 
 def _timestamp(epoch: float | None) -> str | None:
@@ -185,15 +191,20 @@ class Query:
         first: FirstArg = None,
         after: AfterArg = None,
     ) -> Connection[Consumer]:
-        records = [
-            ConsumerRecord(uuid, bookings)
-            for uuid, bookings in info.context.snapshot.by_consumer.items()
-        ]
-        if filter is not None:
-            records = [r for r in records if _consumer_matches(r, filter)]
+        consumers = info.context.consumers(ordered=True)
+        records: Sequence[ConsumerRecord]
+        keys: Sequence[Position]
+        if filter is None:  # a page of the UUIDs in order: only its consumers are read
+            uuids = consumers.uuids
+            records = Mapped(uuids, lambda uuid: ConsumerRecord(uuid, consumers[uuid]))
+            keys = Mapped(uuids, _position)
+        else:
+            matching = (ConsumerRecord(*item) for item in consumers.each())
+            records = [r for r in matching if _consumer_matches(r, filter)]
+            keys = [_position(r.uuid) for r in records]
         return paginate(
             records,
-            [Position(0, _ZERO, r.uuid) for r in records],
+            keys,
             first,
             after,
             Position._make,

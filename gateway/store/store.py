@@ -6,9 +6,11 @@ snapshot sees one consistent fleet however the store changes meanwhile.
 
 Every object is parsed once per resourceVersion, and a change of one object
 copies a shard of the map by name, not the whole fleet (:mod:`gateway.store.shards`).
-Indexes (by consumer, zone, aggregate, trait) are built lazily, once per
-snapshot, by the first query that needs them: under churn a snapshot nobody
-queries costs no indexing at all.
+Indexes (by zone, aggregate, trait) are built lazily, once per snapshot, by
+the first query that needs them: under churn a snapshot nobody queries costs no
+indexing at all. The consumers, far more than the hosts, are indexed once and
+then carried forward by the changes, like the sums
+(:mod:`gateway.store.consumers`).
 
 Sums over the whole fleet (fleet totals, slots per flavor) are kept in ledgers
 (:mod:`gateway.domain.ledger`): the first question counts one from the fleet, and every
@@ -31,9 +33,10 @@ from typing import Any, TypeVar
 
 from gateway.domain.ledger import Journal, Ledger, Step, Tally
 from gateway.domain.parse import ParseError, parse_hypervisor
-from gateway.domain.records import ConsumerBooking, Hypervisor
+from gateway.domain.records import Hypervisor
 from gateway.store.carried import Carried, Making
 from gateway.store.collector import collector_paused, settle
+from gateway.store.consumers import ConsumerIndex, Consumers
 from gateway.store.ordered import Ordered
 from gateway.store.selections import KEEP_UNUSED, MAX_SELECTIONS, Predicate, Selection
 from gateway.store.shards import ShardedMap
@@ -74,6 +77,7 @@ class Snapshot:
         self.resource_version = resource_version
         self._ledgers: dict[Tally, Ledger] = {}
         self._selections: dict[Hashable, Selection] = {}
+        self._indexes: dict[type[ConsumerIndex], ConsumerIndex] = {}
         self._store = store
 
     @property
@@ -129,14 +133,24 @@ class Snapshot:
         """All hypervisors, sorted by name."""
         return Ordered(self.names, self.by_name)
 
-    @cached_property
-    def by_consumer(self) -> Mapping[str, tuple[ConsumerBooking, ...]]:
-        """Consumer UUID -> its bookings, on every hypervisor it is booked on."""
-        index: dict[str, list[ConsumerBooking]] = defaultdict(list)
-        for hypervisor in self.ordered:
-            for booking in hypervisor.consumers:
-                index[booking.uuid].append(booking)
-        return {uuid: tuple(bookings) for uuid, bookings in sorted(index.items())}
+    @property
+    def by_consumer(self) -> Consumers:
+        """Consumer UUID -> its bookings, on every hypervisor it is booked on: indexed
+        by the first question that needs it (then handed on to the snapshots the store
+        made meanwhile), and carried forward by the store while questions ask."""
+        index = self._indexes.get(ConsumerIndex)
+        if index is None:
+            index = self._made(
+                _indexes, ConsumerIndex, lambda: ConsumerIndex.of(self.ordered, self.generation)
+            )
+        index.used = max(index.used, self.generation)
+        return Consumers(index, self.by_name)
+
+    def indexes_consumers(self, *, ordered: bool = False) -> bool:
+        """Whether :attr:`by_consumer` is indexed here already (and, ``ordered``, its
+        UUIDs in order or nearly): a question about consumers then reads, not counts."""
+        index = self._indexes.get(ConsumerIndex)
+        return index is not None and (not ordered or index.ordered())
 
     @cached_property
     def by_zone(self) -> Mapping[str | None, tuple[Hypervisor, ...]]:
@@ -187,6 +201,10 @@ def _ledgers(snapshot: Snapshot) -> dict[Tally, Ledger]:
 
 def _selections(snapshot: Snapshot) -> dict[Hashable, Selection]:
     return snapshot._selections
+
+
+def _indexes(snapshot: Snapshot) -> dict[type[ConsumerIndex], ConsumerIndex]:
+    return snapshot._indexes
 
 
 #: Changes above which (and above half the fleet) ledgers are counted afresh.
@@ -366,6 +384,13 @@ class Store:
             at = current
         return value
 
+    def _carry_index(self, old: Snapshot, step: Step) -> None:
+        """The consumer index, while questions ask for it, brought up to date."""
+        current = self._snapshot
+        index = old._indexes.get(ConsumerIndex)
+        if index is not None and index.carried(current.generation, len(current)):
+            current._indexes.setdefault(ConsumerIndex, index.apply(*step))
+
     def _carry_selections(self, old: Snapshot, step: Step) -> None:
         """The selections still asked for, most recent first, brought up to date."""
         asked = sorted(old._selections.copy().items(), key=lambda item: -item[1].used)
@@ -429,6 +454,7 @@ class Store:
             for tally, ledger in old._ledgers.copy().items():
                 self._snapshot._ledgers.setdefault(tally, ledger.apply(*step))
             self._carry_selections(old, step)
+            self._carry_index(old, step)
         # Freeze the fleet's records after a whole new set, and again once enough
         # single changes have made new ones (see bulk.settle for why).
         self._unsettled += len(changes)
