@@ -14,7 +14,8 @@ from gateway.domain.parse import parse_hypervisor
 from gateway.domain.records import ConsumerBooking, Hypervisor
 from gateway.sources.demo.churn import Churn
 from gateway.sources.demo.source import DemoSource, generate
-from gateway.store.store import Change, ChangeType, Snapshot, Store
+from gateway.store.snapshot import Change, ChangeType, Snapshot
+from gateway.store.store import Store
 from tests.support import eventually
 
 

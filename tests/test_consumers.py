@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from gateway.domain.records import ConsumerBooking
 from gateway.store import consumers
 from gateway.store.consumers import REORDER_ABOVE, SHARDS, ConsumerIndex
-from gateway.store.store import Snapshot, Store
+from gateway.store.snapshot import Snapshot
+from gateway.store.store import Store
 from tests.objects import consumer, hypervisor, uuid_of
 
 HOSTS = ["a", "b", "c", "d", "e"]

@@ -18,7 +18,8 @@ import yaml
 from gateway.cli import main
 from gateway.sources.demo.plan import EXAMPLE_CONSUMER
 from gateway.sources.demo.source import DemoSource, generate
-from gateway.store.store import Snapshot, Store
+from gateway.store.snapshot import Snapshot
+from gateway.store.store import Store
 from tests.objects import reference_dir
 from tests.support import eventually
 

@@ -11,7 +11,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from gateway.store.store import Change, ChangeType, Snapshot, Store
+from gateway.store.snapshot import Change, ChangeType, Snapshot
+from gateway.store.store import Store
 from tests.objects import consumer, hypervisor, uuid_of
 
 

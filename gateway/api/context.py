@@ -11,8 +11,9 @@ from gateway.domain.records import Hypervisor
 from gateway.store.consumers import Consumers
 from gateway.store.feed import Feed
 from gateway.store.reads import Reads
+from gateway.store.snapshot import Snapshot
 from gateway.store.source import SyncStatus
-from gateway.store.store import Snapshot, Store
+from gateway.store.store import Store
 
 __all__ = ["Context"]
 

@@ -50,7 +50,8 @@ from graphql import (
     value_from_ast_untyped,
 )
 
-from gateway.store.store import Snapshot, Store
+from gateway.store.snapshot import Snapshot
+from gateway.store.store import Store
 
 __all__ = ["Profile", "estimate"]
 

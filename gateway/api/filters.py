@@ -16,7 +16,7 @@ from gateway.api.scalars import Quantity
 from gateway.domain import capacity
 from gateway.domain import records as domain
 from gateway.store.ordered import Mapped
-from gateway.store.store import Snapshot
+from gateway.store.snapshot import Snapshot
 
 __all__ = [
     "HypervisorFilter",

@@ -18,8 +18,8 @@ from gateway.api.objects import Consumer, Hypervisor, consumer_view
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
-from gateway.store.store import ChangeType as StoreChangeType
-from gateway.store.store import Snapshot
+from gateway.store.snapshot import ChangeType as StoreChangeType
+from gateway.store.snapshot import Snapshot
 
 __all__ = ["Subscription"]
 

@@ -10,7 +10,7 @@ from gateway.api.filters import HypervisorFilter, apply_filter
 from gateway.api.scalars import Quantity
 from gateway.domain import fleet
 from gateway.domain.ledger import Ledger, Tally
-from gateway.store.store import Snapshot
+from gateway.store.snapshot import Snapshot
 
 __all__ = ["FleetGroup", "FleetGrouping", "FleetResource", "fleet_groups"]
 

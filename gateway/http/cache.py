@@ -41,7 +41,7 @@ from aiocache.serializers import BaseSerializer
 
 from gateway import __version__
 from gateway.store.reads import Reads
-from gateway.store.store import Snapshot
+from gateway.store.snapshot import Snapshot
 
 __all__ = ["BoundedMemoryCache", "CacheStats", "ResponseCache", "digest", "redis_backend"]
 

@@ -43,7 +43,8 @@ from gateway.http.capacity_text import (
     same_figures,
 )
 from gateway.store.collector import settle
-from gateway.store.store import Snapshot, Store
+from gateway.store.snapshot import Snapshot
+from gateway.store.store import Store
 
 __all__ = ["CONTENT_TYPE", "FAMILIES", "CapacityExposition", "pieces"]
 

@@ -35,8 +35,9 @@ from starlette.responses import Response
 from gateway import __version__
 from gateway.http.cache import ResponseCache
 from gateway.store.feed import Feed
+from gateway.store.snapshot import Snapshot
 from gateway.store.source import SyncStatus
-from gateway.store.store import Snapshot, Store
+from gateway.store.store import Store
 
 __all__ = ["AUTH_DECISIONS", "OUTCOMES", "Metrics", "OperationNames", "StateCollector"]
 

@@ -39,7 +39,7 @@ from gateway.api.cost import Profile, estimate
 from gateway.api.limits import LimitError, Limits, check_document
 from gateway.http.cache import digest
 from gateway.http.request import Params, RequestError, params_of
-from gateway.store.store import Snapshot
+from gateway.store.snapshot import Snapshot
 
 __all__ = ["MEMO_PAYLOAD_BYTES", "Operations", "PreparedOperation"]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from gateway.store.collector import collector_paused
 from gateway.store.feed import Feed
+from gateway.store.snapshot import Change, ChangeType, Snapshot
 from gateway.store.source import Source, SyncStatus
-from gateway.store.store import Batch, Change, ChangeType, Snapshot, Store
+from gateway.store.store import Batch, Store
 
 __all__ = [
     "Batch",

@@ -26,7 +26,7 @@ from typing import Protocol, Self, TypeVar
 from gateway.domain.ledger import Journal
 from gateway.domain.records import Hypervisor
 
-__all__ = ["Carried", "Making"]
+__all__ = ["Carried", "CarriedT", "Making"]
 
 
 class Carried(Protocol):
@@ -35,7 +35,8 @@ class Carried(Protocol):
     def apply(self, removed: Iterable[Hypervisor], added: Iterable[Hypervisor]) -> Self: ...
 
 
-_C = TypeVar("_C", bound=Carried)
+#: A value of one kind of :class:`Carried` (a ledger, a selection, an index).
+CarriedT = TypeVar("CarriedT", bound=Carried)
 
 
 class _Pass:
@@ -61,7 +62,7 @@ class Making:
         self._lock = threading.Lock()
         self._passes: dict[Hashable, _Pass] = {}
 
-    def once(self, key: Hashable, generation: int, make: Callable[[], _C]) -> _C:
+    def once(self, key: Hashable, generation: int, make: Callable[[], CarriedT]) -> CarriedT:
         """``make()``'s value for the snapshot at ``generation``: from the pass in
         flight for ``key`` when there is one that read this snapshot or an earlier
         one (carried here), else from a pass of its own that later askers share."""
@@ -80,7 +81,7 @@ class Making:
                     return carried  # type: ignore[return-value]  # the same key: the same kind
         return make()  # a pass over a later snapshot, a failed one, or too far behind
 
-    def carry(self, value: _C, generation: int, until: int) -> _C | None:
+    def carry(self, value: CarriedT, generation: int, until: int) -> CarriedT | None:
         """``value`` made at ``generation``, brought to ``until``; None when the journal
         no longer has every change between (a gap, or too long ago)."""
         steps = self._journal.since(generation, until)
@@ -90,7 +91,7 @@ class Making:
             value = value.apply(*step)
         return value
 
-    def _run(self, key: Hashable, running: _Pass, make: Callable[[], _C]) -> _C:
+    def _run(self, key: Hashable, running: _Pass, make: Callable[[], CarriedT]) -> CarriedT:
         try:
             value = make()
             running.value = value

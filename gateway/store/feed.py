@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-from gateway.store.store import Change, Snapshot, Store
+from gateway.store.snapshot import Change, Snapshot
+from gateway.store.store import Store
 
 __all__ = ["Feed", "Lagging"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from gateway.domain.records import Hypervisor
-from gateway.store.store import Snapshot
+from gateway.store.snapshot import Snapshot
 
 __all__ = ["Reads"]
 

@@ -1,170 +1,39 @@
 """The store: the current fleet as immutable snapshots, and change notifications.
 
 Sources write (replace the whole set, or upsert / delete one object); queries read
-:attr:`Store.snapshot`, which is swapped atomically, so a query that holds a
-snapshot sees one consistent fleet however the store changes meanwhile.
+:attr:`Store.snapshot` (:mod:`gateway.store.snapshot`), which is swapped
+atomically, so a query that holds a snapshot sees one consistent fleet however
+the store changes meanwhile.
 
 Every object is parsed once per resourceVersion, and a change of one object
 copies a shard of the map by name, not the whole fleet (:mod:`gateway.store.shards`).
-Indexes (by zone, aggregate, trait) are built lazily, once per snapshot, by
-the first query that needs them: under churn a snapshot nobody queries costs no
-indexing at all. The consumers, far more than the hosts, are indexed once and
-then carried forward by the changes, like the sums
-(:mod:`gateway.store.consumers`).
-
-Sums over the whole fleet (fleet totals, slots per flavor) are kept in ledgers
-(:mod:`gateway.domain.ledger`): the first question counts one from the fleet, and every
-later snapshot carries it forward by the changes that made it, so that under
-churn a question reads sums instead of recounting every host.
+What questions made of the whole fleet (ledgers of fleet totals, filters'
+selections, the consumer index) the store carries to each new snapshot by the
+change that made it, so that under churn a question reads instead of recounting
+every host.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import enum
 import hashlib
 import json
 import logging
-from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any
 
-from gateway.domain.ledger import Journal, Ledger, Step, Tally
+from gateway.domain.ledger import Journal, Step
 from gateway.domain.parse import ParseError, parse_hypervisor
 from gateway.domain.records import Hypervisor
-from gateway.store.carried import Carried, Making
+from gateway.store.carried import CarriedT, Making
 from gateway.store.collector import collector_paused, settle
-from gateway.store.consumers import ConsumerIndex, Consumers
-from gateway.store.ordered import Ordered
-from gateway.store.selections import KEEP_UNUSED, MAX_SELECTIONS, Predicate, Selection
 from gateway.store.shards import ShardedMap
+from gateway.store.snapshot import Change, ChangeType, Snapshot, Table
 
-__all__ = ["Batch", "Change", "ChangeType", "Snapshot", "Store"]
+__all__ = ["Batch", "Store"]
 
 log = logging.getLogger(__name__)
-
-
-class ChangeType(enum.Enum):
-    ADDED = "ADDED"
-    MODIFIED = "MODIFIED"
-    DELETED = "DELETED"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Change:
-    """One hypervisor that changed: its new state, or its last state when deleted."""
-
-    type: ChangeType
-    hypervisor: Hypervisor
-    previous: Hypervisor | None
-
-
-class Snapshot:
-    """An immutable view of the fleet at one store generation."""
-
-    def __init__(
-        self,
-        generation: int,
-        hypervisors: ShardedMap[Hypervisor],
-        resource_version: str | None,
-        store: Store | None = None,
-    ) -> None:
-        self.generation = generation
-        self.by_name = hypervisors
-        #: The source's position at this change (a list or event resourceVersion).
-        self.resource_version = resource_version
-        self._ledgers: dict[Tally, Ledger] = {}
-        self._selections: dict[Hashable, Selection] = {}
-        self._indexes: dict[type[ConsumerIndex], ConsumerIndex] = {}
-        self._store = store
-
-    @property
-    def origin(self) -> Store | None:
-        """The store that made this snapshot (None for a store's empty first one)."""
-        return self._store
-
-    def keeps(self, tally: Tally) -> bool:
-        """Whether the sums ``tally`` keeps are counted on this snapshot already."""
-        return tally in self._ledgers
-
-    def ledger(self, tally: Tally) -> Ledger:
-        """The sums ``tally`` keeps over this fleet: carried forward from the previous
-        snapshot's by the store, or counted here by the first question that needs them
-        (and then handed on to the snapshots the store made meanwhile)."""
-        found = self._ledgers.get(tally)
-        if found is None:
-            found = self._made(_ledgers, tally, lambda: Ledger.of(tally, self.by_name.values()))
-        return found
-
-    def selection(
-        self, key: Hashable, predicate: Predicate, candidates: Iterable[Hypervisor]
-    ) -> Ordered:
-        """The hosts ``predicate`` (a filter, named by ``key``) selects, in name order:
-        judged on ``candidates`` (in name order, every host it could select) the first
-        time, then carried forward by the store, change by change, while it is asked."""
-        found = self._selections.get(key)
-        if found is None:
-            found = self._made(
-                _selections, key, lambda: Selection.of(predicate, candidates, self.generation)
-            )
-        found.used = self.generation
-        return Ordered(found.names, self.by_name)
-
-    def _made(
-        self, table: Table[_Carried], key: Hashable, make: Callable[[], _Carried]
-    ) -> _Carried:
-        if self._store is None:  # the empty first snapshot
-            return table(self).setdefault(key, make())
-        return self._store.share(table, key, self, make)
-
-    def __len__(self) -> int:
-        return len(self.by_name)
-
-    @cached_property
-    def names(self) -> tuple[str, ...]:
-        """Every hypervisor's name, sorted (handed on by the store while no host comes
-        or goes)."""
-        return tuple(sorted(self.by_name))
-
-    @cached_property
-    def ordered(self) -> Ordered:
-        """All hypervisors, sorted by name."""
-        return Ordered(self.names, self.by_name)
-
-    @property
-    def by_consumer(self) -> Consumers:
-        """Consumer UUID -> its bookings, on every hypervisor it is booked on: indexed
-        by the first question that needs it (then handed on to the snapshots the store
-        made meanwhile), and carried forward by the store while questions ask."""
-        index = self._indexes.get(ConsumerIndex)
-        if index is None:
-            index = self._made(
-                _indexes, ConsumerIndex, lambda: ConsumerIndex.of(self.ordered, self.generation)
-            )
-        index.used = max(index.used, self.generation)
-        return Consumers(index, self.by_name)
-
-    def indexes_consumers(self, *, ordered: bool = False) -> bool:
-        """Whether :attr:`by_consumer` is indexed here already (and, ``ordered``, its
-        UUIDs in order or nearly): a question about consumers then reads, not counts."""
-        index = self._indexes.get(ConsumerIndex)
-        return index is not None and (not ordered or index.ordered())
-
-    @cached_property
-    def by_zone(self) -> Mapping[str | None, tuple[Hypervisor, ...]]:
-        return _group(self.ordered, lambda h: (h.zone,))
-
-    @cached_property
-    def by_aggregate(self) -> Mapping[str | None, tuple[Hypervisor, ...]]:
-        """Aggregate name (from any source) -> hypervisors; None for hosts in none."""
-        return _group(self.ordered, lambda h: {a.name for a in h.aggregates} or {None})
-
-    @cached_property
-    def by_trait(self) -> Mapping[str, tuple[Hypervisor, ...]]:
-        """Trait name (from any source) -> hypervisors."""
-        return _group(self.ordered, lambda h: {t.name for t in h.traits})
 
 
 def _step(changes: list[Change], size: int) -> Step | None:
@@ -177,34 +46,7 @@ def _step(changes: list[Change], size: int) -> Step | None:
     return removed, added
 
 
-def _group(
-    hypervisors: Iterable[Hypervisor], keys: Callable[[Hypervisor], Iterable[Any]]
-) -> dict[Any, tuple[Hypervisor, ...]]:
-    groups: dict[Any, list[Hypervisor]] = defaultdict(list)
-    for hypervisor in hypervisors:
-        for key in keys(hypervisor):
-            groups[key].append(hypervisor)
-    return {key: tuple(members) for key, members in groups.items()}
-
-
 Listener = Callable[[Snapshot, list[Change]], None]
-
-
-_Carried = TypeVar("_Carried", bound=Carried)
-#: Where a snapshot keeps one kind of carried value.
-Table = Callable[[Snapshot], dict[Any, _Carried]]
-
-
-def _ledgers(snapshot: Snapshot) -> dict[Tally, Ledger]:
-    return snapshot._ledgers
-
-
-def _selections(snapshot: Snapshot) -> dict[Hashable, Selection]:
-    return snapshot._selections
-
-
-def _indexes(snapshot: Snapshot) -> dict[type[ConsumerIndex], ConsumerIndex]:
-    return snapshot._indexes
 
 
 #: Changes above which (and above half the fleet) ledgers are counted afresh.
@@ -361,8 +203,8 @@ class Store:
         self._commit(self._snapshot.by_name, [], resource_version)
 
     def share(
-        self, table: Table[_Carried], key: Hashable, at: Snapshot, make: Callable[[], _Carried]
-    ) -> _Carried:
+        self, table: Table[CarriedT], key: Hashable, at: Snapshot, make: Callable[[], CarriedT]
+    ) -> CarriedT:
         """What ``make`` makes from the fleet of ``at`` (a ledger, a selection: kept in
         ``table`` under ``key``), made once for every question asking meanwhile
         (:mod:`gateway.store.carried`), kept on ``at`` and carried to the current
@@ -383,25 +225,6 @@ class Store:
             carried = table(current).setdefault(key, brought)
             at = current
         return value
-
-    def _carry_index(self, old: Snapshot, step: Step) -> None:
-        """The consumer index, while questions ask for it, brought up to date."""
-        current = self._snapshot
-        index = old._indexes.get(ConsumerIndex)
-        if index is not None and index.carried(current.generation, len(current)):
-            current._indexes.setdefault(ConsumerIndex, index.apply(*step))
-
-    def _carry_selections(self, old: Snapshot, step: Step) -> None:
-        """The selections still asked for, most recent first, brought up to date."""
-        asked = sorted(old._selections.copy().items(), key=lambda item: -item[1].used)
-        current = self._snapshot
-        for key, selection in asked[:MAX_SELECTIONS]:
-            if current.generation - selection.used > KEEP_UNUSED:
-                continue
-            try:
-                current._selections.setdefault(key, selection.apply(*step))
-            except Exception:  # a filter that fails on a new record: judged again when asked
-                log.exception("filter %r failed on a changed host; dropped", key)
 
     def _parse(
         self,
@@ -451,10 +274,7 @@ class Store:
         if step is not None:
             # After the new snapshot is published: a question counting a ledger on the
             # old one meanwhile either is copied here or sees the new one and carries it.
-            for tally, ledger in old._ledgers.copy().items():
-                self._snapshot._ledgers.setdefault(tally, ledger.apply(*step))
-            self._carry_selections(old, step)
-            self._carry_index(old, step)
+            new.take_over(old, step)
         # Freeze the fleet's records after a whole new set, and again once enough
         # single changes have made new ones (see bulk.settle for why).
         self._unsettled += len(changes)
