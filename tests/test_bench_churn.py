@@ -52,5 +52,6 @@ def test_a_tiny_churn_run_measures_every_figure_in_processes_of_its_own(tmp_path
     assert phase["cpu_share"] > 0 and phase["rss_kib"] > 0
     assert phase["events_per_second"] > 0
     assert phase["baseline"].n >= 1
+    assert phase["every_host"].n >= 1 and phase["every_host_errors"] == 0
     report = markdown([run])
     assert report.count("| 12 |") == 2  # a row in each table

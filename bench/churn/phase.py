@@ -27,7 +27,7 @@ from bench.stats import summarize
 from harness.crowd import Crowd, Window
 from harness.processes import Server, memory_kib
 
-__all__ = ["QUERIES", "Load", "measure"]
+__all__ = ["EVERY_HOST", "QUERIES", "Load", "measure"]
 
 ZONES = "{ fleetCapacity(groupBy: ZONE) { key resources { name capacity booked free } } }"
 PAGE = '{ hypervisors(first: 100) { nodes { name zone cpu: resource(name: "cpu") { free } memory: resource(name: "memory") { free } } } }'  # noqa: E501
@@ -35,6 +35,8 @@ FIT = '{ hypervisors(filter: {canFit: [{resource: "cpu", amount: "8"}, {resource
 HOST = (
     'query Host($n: String!) { hypervisor(name: $n) { name zone resource(name: "cpu") { free } } }'
 )
+#: Every host's name, zone, free cpu and memory: the question a script answers by LIST.
+EVERY_HOST = 'query Every($n: Int!) { hypervisors(first: $n) { nodes { name zone cpu: resource(name: "cpu") { free } memory: resource(name: "memory") { free } } } }'  # noqa: E501
 #: Query kinds, as the report names them.
 QUERIES = {"zones": ZONES, "page": PAGE, "fit": FIT, "host": HOST}
 LIVE = {
@@ -100,8 +102,9 @@ def measure(
         figures = _gateway(gateway, window)
         done = crowd.collect()
     figures |= _rates(done, window, rate, load.writers)
-    baseline = max(2 * PERIOD, min(seconds, 20))  # a page polls twice at least
-    figures |= _baseline(api, gateway, hosts, lookups, rate, baseline, load)
+    alone = max(2 * PERIOD, min(seconds, 20))  # a page polls twice at least
+    figures |= _lookups(api, gateway, hosts, lookups, rate, alone, load)
+    figures |= _every_host(api, gateway, hosts, rate, alone, load)
     return figures
 
 
@@ -171,7 +174,7 @@ def _summary(samples: list[float]) -> Any:
     return summarize(samples) if samples else None
 
 
-def _baseline(
+def _lookups(
     api: Api,
     gateway: Server,
     hosts: list[writers.Target],
@@ -180,17 +183,16 @@ def _baseline(
     seconds: float,
     load: Load,
 ) -> dict[str, Any]:
-    """The writers again, with the LIST + compute baseline and the host pages alone.
+    """The writers again, with the host pages alone: their cache hits.
 
-    The host pages' cache hits are counted here, where they are the gateway's
-    only HTTP queries (its counters are not per query), from each page's
-    second poll on (the first follows the changes since the last window). The
-    ceiling is the share of 2 s polls that no write to the host precedes, were
-    any write to a host to make its answer stale: exp(-2 s x writes/s / hosts).
+    They are counted here, where the host pages are the gateway's only HTTP
+    queries (its counters are not per query), from each page's second poll on
+    (the first follows the changes since the last window). The ceiling is the
+    share of 2 s polls that no write to the host precedes, were any write to a
+    host to make its answer stale: exp(-2 s x writes/s / hosts).
     """
     with Crowd() as crowd, httpx.Client(base_url=gateway.url, timeout=30) as http:
         _writers(crowd, api, hosts, rate, load)
-        crowd.add("baseline", readers.baseline, api)
         crowd.add("host", readers.ask, gateway.url, HOST, lookups, PERIOD)
         window = crowd.open(seconds)
         _sleep_until(window.start + PERIOD)  # every page has asked once: the cache is warm
@@ -199,10 +201,28 @@ def _baseline(
         counts = _counts(http) - counts
     _, achieved = _achieved(done, window, [f"writer-{n}" for n in range(load.writers)])
     return {
-        "baseline": summarize(done["baseline"]),
         "host_hit_rate": counts.hit_rate,
         "host_ceiling": math.exp(-PERIOD * achieved / len(hosts)),
         "host_window_achieved": achieved,
+    }
+
+
+def _every_host(
+    api: Api, gateway: Server, hosts: list[writers.Target], rate: float, seconds: float, load: Load
+) -> dict[str, Any]:
+    """The writers again, with the LIST + compute baseline and one client asking the
+    gateway for every host's name, zone, free cpu and memory: the same question, both
+    ways, in one window."""
+    with Crowd() as crowd:
+        _writers(crowd, api, hosts, rate, load)
+        crowd.add("baseline", readers.baseline, api)
+        crowd.add("every", readers.ask, gateway.url, EVERY_HOST, [{"n": len(hosts)}], PERIOD)
+        crowd.open(seconds)
+        done = crowd.collect()
+    return {
+        "baseline": summarize(done["baseline"]),
+        "every_host": _summary(done["every"]["latencies"]),
+        "every_host_errors": done["every"]["errors"],
     }
 
 

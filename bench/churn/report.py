@@ -18,18 +18,21 @@ def _queries(runs: list[dict[str, Any]]) -> str:
     lines = [
         "| Hosts | changes/s asked / achieved | fleetCapacity(ZONE) p50 / p99 "
         "| 100-host page p50 / p99 | canFit p50 / p99 | hypervisor(name:) p50 / p99 "
-        "| LIST + compute p50 | ZONE p50 : LIST | cache hits, all | lookups alone: hits / ceiling "
-        "| gateway CPU | RSS | events/s |",
-        "|" + "---|" * 13,
+        "| LIST + compute p50 | ZONE p50 : LIST | every host p50 / p99 | every host p50 : LIST "
+        "| cache hits, all | lookups alone: hits / ceiling | gateway CPU | RSS | events/s |",
+        "|" + "---|" * 15,
     ]
     for run, p in _phases(runs):
         q: dict[str, Summary] = p["queries"]
         base: Summary = p["baseline"]
         ratio = f"1/{base.median / q['zones'].median:,.0f}" if "zones" in q else "-"
+        every: Summary | None = p["every_host"]
+        every_ratio = f"1/{base.median / every.median:,.1f}" if every else "-"
         lines.append(
             f"| {run['size']:,} | {p['rate']:g} / {p['achieved']:.1f} "
             f"| {_cell(q.get('zones'))} | {_cell(q.get('page'))} | {_cell(q.get('fit'))} "
             f"| {_cell(q.get('host'))} | {base.median * 1e3:,.0f} ms | {ratio} "
+            f"| {_cell(every)} | {every_ratio} "
             f"| {_percent(p['hit_rate'])} "
             f"| {_percent(p['host_hit_rate'])} / {_percent(p['host_ceiling'])} "
             f"| {p['cpu_share'] * 100:.0f}% of a core | {p['rss_kib'] / 1024:.0f} MiB "
