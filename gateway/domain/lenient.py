@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from gateway.domain.memo import Memo
 from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
 
 __all__ = ["Reader", "shared_string"]
@@ -120,10 +121,9 @@ class Reader:
         if (
             key is not None
             and len(shared) == len(mapping)
-            and len(_READ) < _SHARED_LIMIT
             and all(type(raw) is str for _, raw in key)
         ):
-            _READ[key] = shared
+            _READ.add(key, shared)
         return shared
 
     def ratios(self, value: Any, path: str) -> Mapping[str, Decimal]:
@@ -142,23 +142,17 @@ class Reader:
         return _shared(result)
 
 
-_MAPS: dict[tuple[tuple[str, Any], ...], Mapping[str, Any]] = {}
+_MAPS: Memo[tuple[tuple[str, Any], ...], Mapping[str, Any]] = Memo()
 #: Resource maps as spelled in objects -> their parsed (shared) maps.
-_READ: dict[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = {}
+_READ: Memo[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = Memo()
 _STRINGS: dict[str, str] = {}
 _SHARED_LIMIT = 100_000
 _V = TypeVar("_V")
 
 
 def _shared(mapping: dict[str, _V]) -> Mapping[str, _V]:
-    """One copy of equal maps (never changed once read), the first ``_SHARED_LIMIT`` kinds."""
-    key = tuple(mapping.items())
-    shared = _MAPS.get(key)
-    if shared is None:
-        shared = mapping
-        if len(_MAPS) < _SHARED_LIMIT:
-            _MAPS[key] = shared
-    return shared
+    """One copy of equal maps (never changed once read) that repeat across a fleet."""
+    return _MAPS.share(tuple(mapping.items()), mapping)
 
 
 def shared_string(text: str) -> str:
