@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from gateway.domain.memo import Memo
 from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
 
-__all__ = ["Reader", "shared_string"]
+__all__ = ["Reader", "remembered", "shared_string"]
 
 
 class Reader:
@@ -153,6 +153,18 @@ _V = TypeVar("_V")
 def _shared(mapping: dict[str, _V]) -> Mapping[str, _V]:
     """One copy of equal maps (never changed once read) that repeat across a fleet."""
     return _MAPS.share(tuple(mapping.items()), mapping)
+
+
+def remembered(value: Any) -> Mapping[str, Decimal] | None:
+    """The map :meth:`Reader.amounts` read from a resource map spelled like ``value``
+    before, if it did (and it had no warning); without a :class:`Reader` or a path,
+    for the hot loops that try it first."""
+    if type(value) is not dict:
+        return None
+    try:
+        return _READ.get(tuple(value.items()))
+    except TypeError:  # an unhashable value: not a quantity, and never remembered
+        return None
 
 
 def shared_string(text: str) -> str:

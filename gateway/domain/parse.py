@@ -243,7 +243,8 @@ def _instances(p: Reader, value: Any, booked: Mapping[str, str]) -> tuple[Instan
         if type(active) is not bool:
             active = bool(p.boolean(active, f"status.instances[{i}].active"))
         ident = ident.lower()
-        instances.append(Instance(id=booked.get(ident, ident), name=name or "", active=active))
+        # Positional: keyword arguments cost a frozen record half its construction.
+        instances.append(Instance(booked.get(ident, ident), name or "", active))
     return tuple(instances)
 
 
