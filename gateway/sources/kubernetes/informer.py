@@ -24,7 +24,6 @@ itself and hides reconnects, which are exactly the events this module must see.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import time
@@ -37,6 +36,7 @@ from kubernetes.aio.client import ApiClient, Configuration
 from gateway.domain.records import GROUP, PLURAL, VERSION
 from gateway.sources.kubernetes.backoff import Backoff
 from gateway.sources.kubernetes.credentials import client_certificate, present_current_certificate
+from gateway.sources.kubernetes.decoding import decode
 from gateway.sources.kubernetes.errors import (
     ApiError,
     Expired,
@@ -262,7 +262,7 @@ class HypervisorInformer:
             if initial:
                 await self._load_initial(stream, store)
             async for line in stream:
-                self._apply(json.loads(line), store)
+                self._apply(decode(line), store)
                 events += 1
         # A stream that ends at once, empty, is a failure in disguise (a proxy
         # closing connections, say); reconnecting immediately would spin.
@@ -285,7 +285,7 @@ class HypervisorInformer:
                 except StopAsyncIteration:
                     raise ApiError("stream ended before the initial state was complete") from None
                 wait = None
-                event = json.loads(line)
+                event = decode(line)
                 kind, obj = event.get("type"), event.get("object") or {}
                 if kind == "ADDED":
                     batch.append(obj)
