@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from enum import Enum
 
+from gateway.domain.frozen import quick
 from gateway.domain.quantity import CONTEXT
 
 __all__ = [
@@ -96,12 +97,14 @@ class View(Enum):
     ALLOCATION = "ALLOCATION"
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class Trait:
     name: str
     source: Origin
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class Aggregate:
     name: str
@@ -110,6 +113,7 @@ class Aggregate:
     source: Origin
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class ConsumerBooking:
     """A Placement consumer's claim on one hypervisor (``spec.bookings[].consumer``)."""
@@ -123,6 +127,7 @@ class ConsumerBooking:
     hypervisor: str
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReservationBooking:
     """Capacity held back from scheduling (``spec.bookings[].reservation``)."""
@@ -135,6 +140,7 @@ class ReservationBooking:
 Booking = ConsumerBooking | ReservationBooking
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class Condition:
     type: str
@@ -144,6 +150,7 @@ class Condition:
     last_transition_time: str | None
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class Instance:
     id: str
@@ -151,6 +158,7 @@ class Instance:
     active: bool
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class Cell:
     cell_id: int
@@ -159,6 +167,7 @@ class Cell:
     allocation: Amounts = dataclasses.field(hash=False)
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class ResourceCapacity:
     """Both views of one resource on one hypervisor (domain brief, section 4).
@@ -217,6 +226,7 @@ def figure_of(view: View) -> Figure:
     return _FIGURES[view]
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class Capabilities:
     """status.capabilities: the host as libvirt discovered it (not what is scheduled)."""
@@ -226,6 +236,7 @@ class Capabilities:
     memory: Decimal | None
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class DomainCapabilities:
     """status.domainCapabilities: what a guest domain on this host may use."""
@@ -237,6 +248,7 @@ class DomainCapabilities:
     supported_features: tuple[str, ...]
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class UpdateStatus:
     """status.updateStatus: the operating system update the operator runs on the host."""
@@ -246,6 +258,7 @@ class UpdateStatus:
     retry: int | None
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True)
 class Drift:
     """Bookings (what Placement believes) against instances (what libvirt runs)."""
@@ -254,6 +267,7 @@ class Drift:
     running_not_booked: tuple[Instance, ...]
 
 
+@quick
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class Hypervisor:
     """One parsed Hypervisor object at one resourceVersion."""
