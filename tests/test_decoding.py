@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gateway.sources.kubernetes.decoding import MalformedJSON, decode
+from gateway.sources.kubernetes.decoding import MalformedJSON, decode, decode_event, document
 
 
 def test_decodes_as_json_does_with_integers_of_any_size() -> None:
@@ -20,3 +20,23 @@ def test_what_is_not_json_is_a_value_error_that_says_so(document: bytes) -> None
     with pytest.raises(MalformedJSON, match="not JSON") as caught:
         decode(document)
     assert isinstance(caught.value, ValueError)  # the informer retries those
+
+
+def test_an_event_keeps_its_object_undecoded_until_asked() -> None:
+    event = decode_event(b'{"type": "ADDED", "object": {"metadata": {"name": "a"}}, "x": 1}')
+    assert event.type == "ADDED"
+    assert bytes(event.object) == b'{"metadata": {"name": "a"}}'
+    assert document(event.object) == {"metadata": {"name": "a"}}
+
+
+@pytest.mark.parametrize("line", [b"{}", b'{"type": 5, "object": null}'])
+def test_an_event_without_an_object_has_an_empty_one(line: bytes) -> None:
+    event = decode_event(line)
+    assert document(event.object) == {}
+    assert event.type in (None, 5)  # judged by the informer, not here
+
+
+@pytest.mark.parametrize("line", [b"[]", b'"ADDED"', b'{"type": "ADDED", "object": {"a":}}'])
+def test_a_line_that_is_no_event_is_malformed(line: bytes) -> None:
+    with pytest.raises(MalformedJSON, match="not a watch event"):
+        decode_event(line)
