@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from gateway.domain.lenient import Reader, remembered, shared_string
+from gateway.domain.lenient import Reader, remembered, share, shared_string
 from gateway.domain.quantity import CONTEXT
 from gateway.domain.records import Booking, ConsumerBooking, ReservationBooking, add_amounts
 
@@ -72,15 +72,14 @@ def _consumer(
     generation = body.get("consumerGeneration")
     if generation is not None and type(generation) is not int:
         generation = p.integer(generation, f"spec.bookings[{i}].consumer.consumerGeneration")
-    return ConsumerBooking(
-        uuid,
-        resources,
-        generation,
-        _shared_field(p, body, "consumerType", i),
-        _shared_field(p, body, "projectID", i),
-        _shared_field(p, body, "userID", i),
-        hypervisor,
-    )
+    kind, project, user = body.get("consumerType"), body.get("projectID"), body.get("userID")
+    if type(kind) is str and type(project) is str and type(user) is str:  # without a call
+        kind, project, user = share(kind, kind), share(project, project), share(user, user)
+    else:
+        kind, project, user = (
+            _shared_field(p, body, key, i) for key in ("consumerType", "projectID", "userID")
+        )
+    return ConsumerBooking(uuid, resources, generation, kind, project, user, hypervisor)
 
 
 def _shared_field(p: Reader, body: Mapping[str, Any], key: str, i: int) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from gateway.domain.memo import Memo
 from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
 
-__all__ = ["Reader", "remembered", "shared_string"]
+__all__ = ["Reader", "remembered", "share", "shared_string"]
 
 
 class Reader:
@@ -146,6 +146,9 @@ _MAPS: Memo[tuple[tuple[str, Any], ...], Mapping[str, Any]] = Memo()
 #: Resource maps as spelled in objects -> their parsed (shared) maps.
 _READ: Memo[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = Memo()
 _STRINGS: dict[str, str] = {}
+#: ``share(text, text)`` is :func:`shared_string` without a Python call, for the hot
+#: loops; the strings are bounded by the calls of :func:`shared_string` in between.
+share = _STRINGS.setdefault
 _SHARED_LIMIT = 100_000
 _V = TypeVar("_V")
 
@@ -162,16 +165,14 @@ def remembered(value: Any) -> Mapping[str, Decimal] | None:
     if type(value) is not dict:
         return None
     try:
-        return _READ.get(tuple(value.items()))
+        key = tuple(value.items())
+        return _READ.kept(key) or _READ.get(key)
     except TypeError:  # an unhashable value: not a quantity, and never remembered
         return None
 
 
 def shared_string(text: str) -> str:
     """One copy of a string that repeats across a fleet (a project, a consumer type)."""
-    shared = _STRINGS.get(text)
-    if shared is None:
-        shared = text
-        if len(_STRINGS) < _SHARED_LIMIT:
-            _STRINGS[text] = shared
-    return shared
+    if len(_STRINGS) >= _SHARED_LIMIT:  # a fleet's own strings, over months of changes
+        _STRINGS.clear()
+    return share(text, text)

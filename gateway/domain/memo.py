@@ -40,11 +40,14 @@ CANDIDATES = 512
 class Memo(Generic[K, V]):
     """Values by key: :meth:`get` finds what :meth:`add` offered, kept once asked twice."""
 
-    __slots__ = ("_candidates", "_kept")
+    __slots__ = ("_candidates", "_kept", "kept")
 
     def __init__(self) -> None:
         self._kept: dict[K, V] = {}
         self._candidates: dict[K, V] = {}
+        #: The value kept for a key, else None: no candidates, but no Python call
+        #: either, for the hot loops to try before :meth:`get`.
+        self.kept: Callable[[K], V | None] = self._kept.get
 
     def get(self, key: K) -> V | None:
         found = self._kept.get(key)

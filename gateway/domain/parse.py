@@ -83,8 +83,8 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
         tracked=bookings_tracked,
         physical=physical,
         overcommit=overcommit,
-        reserved=total_resources(b for b in bookings if isinstance(b, ReservationBooking)),
-        booked=total_resources(b for b in bookings if isinstance(b, ConsumerBooking)),
+        reserved=total_resources([b for b in bookings if type(b) is ReservationBooking]),
+        booked=total_resources([b for b in bookings if type(b) is ConsumerBooking]),
         allocated=allocation,
         effective=effective,
     )
