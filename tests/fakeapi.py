@@ -19,8 +19,8 @@ from kubernetes.aio.client import Configuration
 
 from tests.objects import hypervisor
 
-#: A watch script: events to stream, then ``None`` to keep the stream open.
-Watch = list[dict[str, Any] | None]
+#: A watch script: events to stream (or raw lines), then ``None`` to keep the stream open.
+Watch = list[dict[str, Any] | bytes | None]
 
 
 class FakeHypervisorAPI:
@@ -82,7 +82,8 @@ class FakeHypervisorAPI:
             if event is None:
                 await asyncio.sleep(3600)
                 break
-            await response.write(json.dumps(event).encode() + b"\n")
+            line = event if isinstance(event, bytes) else json.dumps(event).encode()
+            await response.write(line + b"\n")
         return response
 
 

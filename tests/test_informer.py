@@ -592,6 +592,23 @@ async def test_streamed_initial_state_goes_on_as_the_watch(fake: FakeHypervisorA
     assert (informer.status.events["ADDED"], informer.status.events["MODIFIED"]) == (0, 1)
 
 
+@pytest.mark.parametrize("line", [b"not json", b'{"type": "MODIFIED", "object": {"meta'])
+async def test_a_malformed_event_is_a_retried_failure(
+    fake: FakeHypervisorAPI, line: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.streaming = True
+    fake.watches.append([event("ADDED", "a", "5"), initial_events_end("6"), line])
+    fake.watches.append([event("MODIFIED", "a", "7"), None])
+    informer, store = await _run(fake)
+
+    await eventually(lambda: _version(store, "a") == "7", 5)
+    assert [r.get("resourceVersion") for r in fake.requests] == [None, "6"]
+    [failure] = [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert "MalformedJSON: not JSON" in failure.getMessage()
+    assert not [r for r in caplog.records if r.exc_info]  # no "unexpected error"
+    assert informer.status.error is None
+
+
 async def test_in_band_410_in_the_initial_state_streams_again(fake: FakeHypervisorAPI) -> None:
     fake.streaming = True
     fake.watches.append([event("ADDED", "a", "5"), {"type": "ERROR", "object": {"code": 410}}])

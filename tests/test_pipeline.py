@@ -25,6 +25,27 @@ async def test_batches_add_up_to_the_whole_set_with_positions_across_batches() -
     assert batches.count == 4
 
 
+async def test_objects_are_read_in_the_worker_one_at_a_time_as_they_are_parsed() -> None:
+    store, reads = Store(), []
+    parsed = Store.prepare
+
+    def prepare(objects: Any, start: int = 0) -> Batch:
+        reads.append(("prepare", threading.get_ident()))
+        return parsed(store, objects, start)
+
+    def read(name: str) -> dict[str, Any]:
+        reads.append((name, threading.get_ident()))
+        return hypervisor(name)
+
+    store.prepare = prepare  # type: ignore[method-assign]
+    batches = Batches(store, read)
+    await batches.add(["a", "b"])
+    assert set((await batches.finish()).hypervisors) == {"a", "b"}
+    assert [what for what, _ in reads] == ["prepare", "a", "b"]  # read lazily, in order
+    assert len({thread for _, thread in reads}) == 1
+    assert reads[0][1] != threading.get_ident()  # in the worker, not on the loop
+
+
 class _HeldStore(Store):
     """Parses only when let go, to see how far the reader may run ahead."""
 

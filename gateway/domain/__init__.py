@@ -1,7 +1,8 @@
 """The fleet as plain records: quantities, capacity, bookings, and parsing objects.
 
-Pure Python over the standard library; it imports nothing else of the gateway,
-and no web, Kubernetes or GraphQL library.
+Python over the standard library, and msgspec's Structs for the records (built in
+C, and outside the cyclic collector); it imports nothing else of the gateway, and
+no web, Kubernetes or GraphQL library.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from gateway.domain.lenient import Reader, shared_string
+from gateway.domain.lenient import Reader, remembered, share, shared_string
 from gateway.domain.quantity import CONTEXT
 from gateway.domain.records import Booking, ConsumerBooking, ReservationBooking, add_amounts
 
@@ -38,68 +38,64 @@ def parse_bookings(p: Reader, value: Any, hypervisor: str) -> tuple[Booking, ...
                 "must set exactly one of consumer or reservation; booking ignored",
             )
             continue
-        path = f"spec.bookings[{i}].{'consumer' if consumer is not None else 'reservation'}"
-        body = consumer if consumer is not None else reservation
-        if type(body) is not dict:
-            body = p.mapping(body, path)
-        resources = p.amounts(body.get("resources"), path + ".resources")
         booking = (
-            _consumer(p, body, path, hypervisor, resources, seen_consumers)
+            _consumer(p, consumer, i, hypervisor, seen_consumers)
             if consumer is not None
-            else _reservation(p, body, path, hypervisor, resources, seen_reservations)
+            else _reservation(p, reservation, i, hypervisor, seen_reservations)
         )
-        if booking is None:
-            continue
-        bookings.append(booking)
+        if booking is not None:
+            bookings.append(booking)
     return tuple(bookings)
 
 
 def _consumer(
-    p: Reader,
-    body: Mapping[str, Any],
-    path: str,
-    hypervisor: str,
-    resources: Mapping[str, Decimal],
-    seen: set[str],
+    p: Reader, body: Any, i: int, hypervisor: str, seen: set[str]
 ) -> ConsumerBooking | None:
+    if type(body) is not dict:
+        body = p.mapping(body, f"spec.bookings[{i}].consumer")
+    raw = body.get("resources")
+    resources = remembered(raw) or p.amounts(raw, f"spec.bookings[{i}].consumer.resources")
     uuid = body.get("uuid")
     if type(uuid) is not str or not _UUID.fullmatch(uuid):
-        p.warn(f"{path}.uuid", f"invalid consumer UUID {reprlib.repr(uuid)}; booking ignored")
+        p.warn(
+            f"spec.bookings[{i}].consumer.uuid",
+            f"invalid consumer UUID {reprlib.repr(uuid)}; booking ignored",
+        )
         return None
     uuid = uuid.lower()
     if uuid in seen:
-        p.warn(path, f"consumer {uuid} is booked more than once here; amounts summed")
+        p.warn(
+            f"spec.bookings[{i}].consumer",
+            f"consumer {uuid} is booked more than once here; amounts summed",
+        )
     seen.add(uuid)
     generation = body.get("consumerGeneration")
     if generation is not None and type(generation) is not int:
-        generation = p.integer(generation, f"{path}.consumerGeneration")
-    return ConsumerBooking(
-        uuid=uuid,
-        resources=resources,
-        consumer_generation=generation,
-        consumer_type=_shared_field(p, body, "consumerType", path),
-        project_id=_shared_field(p, body, "projectID", path),
-        user_id=_shared_field(p, body, "userID", path),
-        hypervisor=hypervisor,
-    )
+        generation = p.integer(generation, f"spec.bookings[{i}].consumer.consumerGeneration")
+    kind, project, user = body.get("consumerType"), body.get("projectID"), body.get("userID")
+    if type(kind) is str and type(project) is str and type(user) is str:  # without a call
+        kind, project, user = share(kind, kind), share(project, project), share(user, user)
+    else:
+        kind, project, user = (
+            _shared_field(p, body, key, i) for key in ("consumerType", "projectID", "userID")
+        )
+    return ConsumerBooking(uuid, resources, generation, kind, project, user, hypervisor)
 
 
-def _shared_field(p: Reader, body: Mapping[str, Any], key: str, path: str) -> str | None:
+def _shared_field(p: Reader, body: Mapping[str, Any], key: str, i: int) -> str | None:
     """An optional string field that repeats across bookings (a project, a user)."""
     text = body.get(key)
     if type(text) is str:
         return shared_string(text)
-    return None if text is None else p.shared(text, f"{path}.{key}")
+    return None if text is None else p.shared(text, f"spec.bookings[{i}].consumer.{key}")
 
 
 def _reservation(
-    p: Reader,
-    body: Mapping[str, Any],
-    path: str,
-    hypervisor: str,
-    resources: Mapping[str, Decimal],
-    seen: set[str],
+    p: Reader, body: Any, i: int, hypervisor: str, seen: set[str]
 ) -> ReservationBooking | None:
+    path = f"spec.bookings[{i}].reservation"
+    body = p.mapping(body, path)
+    resources = p.amounts(body.get("resources"), f"{path}.resources")
     name = body.get("name")
     if not isinstance(name, str) or not name:
         p.warn(f"{path}.name", "reservation has no name; booking ignored")
@@ -107,7 +103,7 @@ def _reservation(
     if name in seen:
         p.warn(path, f"reservation {name!r} appears more than once; amounts summed")
     seen.add(name)
-    return ReservationBooking(name=name, resources=resources, hypervisor=hypervisor)
+    return ReservationBooking(name, resources, hypervisor)
 
 
 def total_resources(bookings: Iterable[Booking]) -> dict[str, Decimal]:

@@ -3,7 +3,8 @@
 ``status.capabilities``, ``status.domainCapabilities`` and ``status.updateStatus``
 are in the operator's released CRD. Each is read leniently, like the rest of an
 object: a wrong type is a warning, and an absent block is None (not reported),
-never an empty record that would read as "no cpus".
+never an empty record that would read as "no cpus". The hosts of one kind of
+hardware report the same facts: each spelling is parsed once, and its record shared.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.domain.lenient import Reader, shared_string
+from gateway.domain.memo import by_spelling
 from gateway.domain.records import Capabilities, DomainCapabilities, UpdateStatus
 
 __all__ = ["capabilities", "domain_capabilities", "update_status"]
 
 
+@by_spelling
 def capabilities(p: Reader, value: Any) -> Capabilities | None:
     """status.capabilities; cpus and memory are quantities (a bad one is warned about)."""
     if value is None:
@@ -31,6 +34,7 @@ def capabilities(p: Reader, value: Any) -> Capabilities | None:
     )
 
 
+@by_spelling
 def domain_capabilities(p: Reader, value: Any) -> DomainCapabilities | None:
     if value is None:
         return None

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from gateway.domain.memo import Memo
 from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
 
-__all__ = ["Reader", "shared_string"]
+__all__ = ["Reader", "remembered", "share", "shared_string"]
 
 
 class Reader:
@@ -120,10 +121,9 @@ class Reader:
         if (
             key is not None
             and len(shared) == len(mapping)
-            and len(_READ) < _SHARED_LIMIT
             and all(type(raw) is str for _, raw in key)
         ):
-            _READ[key] = shared
+            _READ.add(key, shared)
         return shared
 
     def ratios(self, value: Any, path: str) -> Mapping[str, Decimal]:
@@ -142,30 +142,37 @@ class Reader:
         return _shared(result)
 
 
-_MAPS: dict[tuple[tuple[str, Any], ...], Mapping[str, Any]] = {}
+_MAPS: Memo[tuple[tuple[str, Any], ...], Mapping[str, Any]] = Memo()
 #: Resource maps as spelled in objects -> their parsed (shared) maps.
-_READ: dict[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = {}
+_READ: Memo[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = Memo()
 _STRINGS: dict[str, str] = {}
+#: ``share(text, text)`` is :func:`shared_string` without a Python call, for the hot
+#: loops; the strings are bounded by the calls of :func:`shared_string` in between.
+share = _STRINGS.setdefault
 _SHARED_LIMIT = 100_000
 _V = TypeVar("_V")
 
 
 def _shared(mapping: dict[str, _V]) -> Mapping[str, _V]:
-    """One copy of equal maps (never changed once read), the first ``_SHARED_LIMIT`` kinds."""
-    key = tuple(mapping.items())
-    shared = _MAPS.get(key)
-    if shared is None:
-        shared = mapping
-        if len(_MAPS) < _SHARED_LIMIT:
-            _MAPS[key] = shared
-    return shared
+    """One copy of equal maps (never changed once read) that repeat across a fleet."""
+    return _MAPS.share(tuple(mapping.items()), mapping)
+
+
+def remembered(value: Any) -> Mapping[str, Decimal] | None:
+    """The map :meth:`Reader.amounts` read from a resource map spelled like ``value``
+    before, if it did (and it had no warning); without a :class:`Reader` or a path,
+    for the hot loops that try it first."""
+    if type(value) is not dict:
+        return None
+    try:
+        key = tuple(value.items())
+        return _READ.kept(key) or _READ.get(key)
+    except TypeError:  # an unhashable value: not a quantity, and never remembered
+        return None
 
 
 def shared_string(text: str) -> str:
     """One copy of a string that repeats across a fleet (a project, a consumer type)."""
-    shared = _STRINGS.get(text)
-    if shared is None:
-        shared = text
-        if len(_STRINGS) < _SHARED_LIMIT:
-            _STRINGS[text] = shared
-    return shared
+    if len(_STRINGS) >= _SHARED_LIMIT:  # a fleet's own strings, over months of changes
+        _STRINGS.clear()
+    return share(text, text)

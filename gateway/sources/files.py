@@ -45,6 +45,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
 from gateway.domain.records import GROUP, Hypervisor
@@ -326,7 +327,7 @@ def _warn_doubles(
             for earlier in doubles.get(name, ())
         )
         if kept + added != hypervisor.warnings:
-            hypervisors[name] = dataclasses.replace(hypervisor, warnings=kept + added)
+            hypervisors[name] = msgspec.structs.replace(hypervisor, warnings=kept + added)
 
 
 def _reason(error: Exception) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gateway.store.collector import collector_paused
@@ -20,17 +20,23 @@ _AHEAD = 2
 class Batches:
     """Objects parsed in a worker thread, batch by batch, while the next ones arrive.
 
-    The API server works while the gateway parses. At most ``_AHEAD`` batches of
-    raw JSON objects (many times their records' size) wait for the parser, so
-    memory stays bounded however large the fleet. Callers pause the cyclic
+    The API server works while the gateway parses. At most ``_AHEAD`` batches
+    wait for the parser, so memory stays bounded however large the fleet.
+    ``read`` makes each object as received into the one to parse, in the worker
+    as it comes to it: a stream's objects wait undecoded and are decoded one at
+    a time, since decoded objects (many times their records' size) interleaved
+    with the records built meanwhile pin the memory they lay in (1,000 hosts:
+    33-38 KiB resident per host decoded ahead, 21-23 KiB undecoded; 5,000 hosts:
+    25 against 20). Callers pause the cyclic
     collector meanwhile (:func:`parsing` does): decoding and parsing a fleet
     builds millions of objects and no cycles, and the collector's full passes
     over the growing heap would cost more than the decoding itself (see
     gateway.store.collector).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, read: Callable[[Any], Any] | None = None) -> None:
         self._store = store
+        self._read = read
         self._prepared = Batch({}, {}, {})
         self._parsing: collections.deque[asyncio.Future[Batch]] = collections.deque()
         self.count = 0
@@ -39,7 +45,8 @@ class Batches:
         while len(self._parsing) >= _AHEAD:
             self._prepared.absorb(await self._parsing.popleft())
         if objects:
-            work = asyncio.to_thread(self._store.prepare, objects, self.count)
+            parsed = objects if self._read is None else map(self._read, objects)
+            work = asyncio.to_thread(self._store.prepare, parsed, self.count)
             self._parsing.append(asyncio.ensure_future(work))
             self.count += len(objects)
 
@@ -54,14 +61,14 @@ class Batches:
 
 
 @contextlib.contextmanager
-def parsing(store: Store) -> Iterator[Batches]:
+def parsing(store: Store, read: Callable[[Any], Any] | None = None) -> Iterator[Batches]:
     """Batches for one complete set, with the cyclic collector paused for the whole block.
 
     The block ends after the set is committed, so that the store's settle is the
     one collection to walk the new records (see HypervisorInformer._synced).
     Batches still being parsed when it is left (an error, a cancel) are cancelled.
     """
-    batches = Batches(store)
+    batches = Batches(store, read)
     with collector_paused():
         try:
             yield batches

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import aiohttp
 from kubernetes.aio.client import ApiClient
 
+from gateway.sources.kubernetes.decoding import decode
 from gateway.sources.kubernetes.errors import ApiError, raise_status, status_of
 
 __all__ = ["get", "read_json"]
@@ -41,7 +41,7 @@ async def read_json(response: aiohttp.ClientResponse) -> dict[str, Any]:
     raw = await response.read()
     if response.status >= 300:
         raise_status(status_of(raw), response.status, response.headers.get("Retry-After"))
-    body = json.loads(raw)
+    body = decode(raw)
     if not isinstance(body, dict):
         raise ApiError(f"expected a JSON object, got {type(body).__name__}")
     return body

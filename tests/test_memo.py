@@ -1,0 +1,91 @@
+"""Memos of what repeats across a fleet: kept once seen twice, parsed once per spelling."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from gateway.domain import memo
+from gateway.domain.lenient import Reader
+from gateway.domain.memo import Memo, by_spelling
+from gateway.domain.parse import parse_hypervisor
+from tests.objects import hypervisor
+
+
+def test_an_entry_is_kept_once_asked_for_and_a_lone_one_is_forgotten() -> None:
+    m: Memo[str, int] = Memo()
+    m.add("common", 1)
+    assert m.get("common") == 1  # the second sighting: kept for good
+    m.add("lone", 2)
+    for i in range(memo.CANDIDATES):  # hosts' own entries, each seen once
+        m.add(f"host-{i}", i)
+    assert m.get("lone") is None
+    assert m.get("common") == 1
+
+
+def test_share_hands_out_the_first_of_equal_values() -> None:
+    m: Memo[str, list[int]] = Memo()
+    first, second = [1], [1]
+    assert m.share("k", first) is first
+    assert m.share("k", second) is first
+    assert m.share("k", [1]) is first
+
+
+def _counting() -> tuple[list[Any], Any]:
+    calls: list[Any] = []
+
+    @by_spelling
+    def parse(reader: Reader, part: Any) -> tuple[Any, ...]:
+        calls.append(part)
+        if part == [0]:
+            reader.warn("spec.part", "zero")
+        return ("parsed", part)
+
+    return calls, parse
+
+
+def test_a_part_is_parsed_once_per_spelling_and_its_warnings_replayed() -> None:
+    calls, parse = _counting()
+    readers = [Reader() for _ in range(3)]
+    results = [parse(r, [0]) for r in readers]
+    assert len(calls) == 1
+    assert results[0] is results[1] is results[2]
+    assert all(r.warnings == ["spec.part: zero"] for r in readers)
+
+
+@pytest.mark.parametrize("other", [True, 1.0, "1", (1,), {1}])
+def test_values_json_would_spell_alike_are_told_apart(other: Any) -> None:
+    calls, parse = _counting()
+    parse(Reader(), [1])
+    parse(Reader(), [other])
+    assert calls == [[1], [other]]
+
+
+def test_a_part_without_a_spelling_is_parsed_every_time() -> None:
+    calls, parse = _counting()
+    part = [lambda: None]  # cannot be pickled
+    parse(Reader(), part)
+    parse(Reader(), part)
+    assert len(calls) == 2
+
+
+def test_hosts_of_one_building_block_share_their_memberships() -> None:
+    spec = {
+        "groups": [{"trait": {"name": "CUSTOM_A"}}, {}],
+        "aggregates": ["bb091"],
+    }
+    status = {
+        "aggregates": [{"name": "qa-de-1a", "uuid": "u-1", "metadata": {"az": "qa-de-1a"}}],
+        "domainCapabilities": {"arch": "x86_64", "supportedFeatures": ["sev"]},
+    }
+    first, second = (
+        parse_hypervisor(hypervisor(name, spec=copy.deepcopy(spec), status=copy.deepcopy(status)))
+        for name in ("a", "b")
+    )
+    assert first.traits is second.traits
+    assert first.aggregates is second.aggregates
+    assert first.domain_capabilities is second.domain_capabilities
+    assert first.warnings == second.warnings
+    assert any(w.startswith("spec.groups[1]") for w in second.warnings)
