@@ -96,7 +96,7 @@ class Store:
         self.resource_version: str | None = None
         #: Objects the domain could not represent: name (or position) -> reason.
         self.rejected: dict[str, str] = {}
-        # Records created since the last bulk.settle().
+        # Records created since the last settle (gateway.store.collector).
         self._unsettled = 0
         # Content fingerprints of the objects that have no resourceVersion.
         self._fingerprints: dict[str, str] = {}
@@ -276,7 +276,7 @@ class Store:
             # old one meanwhile either is copied here or sees the new one and carries it.
             new.take_over(old, step)
         # Freeze the fleet's records after a whole new set, and again once enough
-        # single changes have made new ones (see bulk.settle for why).
+        # single changes have made new ones (see collector.settle for why).
         self._unsettled += len(changes)
         if self._unsettled >= _SETTLE_AFTER:
             settle()
