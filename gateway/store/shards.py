@@ -49,19 +49,11 @@ class ShardedMap(Mapping[str, _V]):
 
     def set(self, key: str, value: _V) -> ShardedMap[_V]:
         """This map with ``key`` bound to ``value``."""
-        i = hash(key) & self._mask
-        shard = self._shards[i]
-        length = self._len if key in shard else self._len + 1
-        return self._of(self._with(i, {**shard, key: value}), length)
+        return self.changed({key: value})
 
     def delete(self, key: str) -> ShardedMap[_V]:
         """This map without ``key`` (the same map if it has none)."""
-        i = hash(key) & self._mask
-        shard = self._shards[i]
-        if key not in shard:
-            return self
-        rest = {k: v for k, v in shard.items() if k != key}
-        return self._of(self._with(i, rest), self._len - 1)
+        return self.changed({}, (key,))
 
     def changed(self, values: Mapping[str, _V], deleted: Iterable[str] = ()) -> ShardedMap[_V]:
         """This map with ``values`` bound and without ``deleted`` (keys it may lack):
@@ -87,9 +79,6 @@ class ShardedMap(Mapping[str, _V]):
                 length += 1
             shard[key] = value
         return self._of(tuple(shards), length) if copied else self
-
-    def _with(self, i: int, shard: dict[str, _V]) -> tuple[dict[str, _V], ...]:
-        return (*self._shards[:i], shard, *self._shards[i + 1 :])
 
     def __getitem__(self, key: str) -> _V:
         return self._shards[hash(key) & self._mask][key]
