@@ -34,6 +34,7 @@ from graphql import (
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLResolveInfo,
+    OperationType,
     Undefined,
     get_nullable_type,
 )
@@ -43,6 +44,7 @@ from graphql.execution.values import get_argument_values
 from graphql.pyutils import Path
 
 from gateway.api.budget import Budget
+from gateway.api.events import Recent
 from gateway.api.reuse import REUSABLE, Completed, Kept
 from gateway.api.shortcuts import Attribute, Lookup
 
@@ -50,6 +52,8 @@ __all__ = ["Executor"]
 
 #: What every executor reuses: records are shared by every answer, whichever thread runs it.
 KEPT = Kept()
+#: Subscription events' results, shared by their subscribers (on the event loop).
+EVENTS: Recent[Any] = Recent()
 
 
 class Executor(IncrementalExecutor):
@@ -61,17 +65,32 @@ class Executor(IncrementalExecutor):
     kept for the whole of it.
     """
 
-    __slots__ = ("_arguments", "_variables_key", "budget")
+    __slots__ = ("_arguments", "_variables_json", "budget")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Strawberry's subscriptions pass their operation's extensions; no resolver reads them.
         kwargs.pop("operation_extensions", None)
         super().__init__(*args, **kwargs)
         self._arguments: dict[int, dict[str, Any]] = {}
-        self._variables_key: int | None = None
+        self._variables_json: str | None = None
         self.budget: Budget | None = getattr(self.context_value, "budget", None)
 
     def execute_operation(self, serially: bool | None = None) -> Any:
+        """graphql-core's; a subscription event's result shared by every subscriber of
+        the same operation (:mod:`gateway.api.events`)."""
+        if self.operation.operation is not OperationType.SUBSCRIPTION:
+            return self._execute_operation(serially)
+        catalog = getattr(self.context_value, "catalog", None)
+        same = (self.operation, self.root_value, catalog)
+        variables = self._variables_text()
+        result = EVENTS.get(same, variables)
+        if result is None:
+            result = self._execute_operation(serially)
+            if not self.is_awaitable(result):
+                EVENTS.put(same, result, variables)
+        return result
+
+    def _execute_operation(self, serially: bool | None) -> Any:
         """graphql-core's, leaving nothing that keeps the executor alive once answered.
 
         graphql-core's executor refers to itself (``async_helpers`` holds its bound
@@ -203,11 +222,15 @@ class Executor(IncrementalExecutor):
     def _selection(self, field_details_list: FieldDetailsList) -> tuple[int, ...]:
         """What, besides the record, a kept object is filed under: the operation, the
         variables' values and the field nodes."""
-        if self._variables_key is None:
-            text = json.dumps(self.variable_values.coerced, sort_keys=True, default=repr)
-            self._variables_key = hash(text)
         nodes = (id(d.node) for d in field_details_list)
-        return (id(self.operation), self._variables_key, *nodes)
+        return (id(self.operation), hash(self._variables_text()), *nodes)
+
+    def _variables_text(self) -> str:
+        """The variables' values as one canonical text (kept for the operation)."""
+        if self._variables_json is None:
+            coerced = self.variable_values.coerced
+            self._variables_json = json.dumps(coerced, sort_keys=True, default=repr)
+        return self._variables_json
 
     def _reusable(
         self, object_type: GraphQLObjectType, field_details_list: FieldDetailsList

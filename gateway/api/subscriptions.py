@@ -13,13 +13,14 @@ from strawberry.types import Info
 from gateway.api.arguments import UUID
 from gateway.api.context import Context
 from gateway.api.enums import FleetGrouping
+from gateway.api.events import Recent
 from gateway.api.filters import HypervisorFilter, compile_filter
 from gateway.api.objects import Consumer, Hypervisor, consumer_view
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
+from gateway.store.snapshot import Change, Snapshot
 from gateway.store.snapshot import ChangeType as StoreChangeType
-from gateway.store.snapshot import Snapshot
 
 __all__ = ["Subscription"]
 
@@ -60,8 +61,7 @@ class Subscription:
             before = change.previous is not None and matches(change.previous)
             after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
             if before or after:
-                kind = _change_type(change.type, before, after)
-                yield HypervisorChange(type=kind, hypervisor=change.hypervisor)  # type: ignore[arg-type]
+                yield _view(change, _change_type(change.type, before, after))
 
     @strawberry.subscription(
         description="The consumer now, then again whenever one of its bookings changes; "
@@ -136,6 +136,18 @@ async def shared_groups(
             )
         per_snapshot[key] = found
     return await asyncio.shield(found)  # one subscriber leaving does not cancel the others'
+
+
+#: Each change's message payload, one per kind, for all its subscribers (gateway.api.events).
+_views: Recent[HypervisorChange] = Recent()
+
+
+def _view(change: Change, kind: ChangeType) -> HypervisorChange:
+    view = _views.get((change,), kind)
+    if view is None:
+        view = HypervisorChange(type=kind, hypervisor=change.hypervisor)  # type: ignore[arg-type]
+        _views.put((change,), view, kind)
+    return view
 
 
 def _change_type(kind: StoreChangeType, before: bool, after: bool) -> ChangeType:

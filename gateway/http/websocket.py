@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
+import msgspec
 from graphql import GraphQLError, OperationType
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketState
@@ -240,6 +241,10 @@ class SubscriptionServer(GraphQL[Context, None]):
         reason = f"origin {origin!r} may not open a WebSocket here: see --cors-origins"
         await refuse_websocket(request, 403, reason)
         return request
+
+    def encode_json(self, data: object) -> str:
+        """A protocol message as text (UTF-8 as it is), by msgspec: a tenth of json.dumps."""
+        return msgspec.json.encode(data).decode()
 
     def decode_json(self, data: str | bytes) -> object:
         """A protocol message, or one of type :data:`INVALID` saying why it is none.

@@ -1,0 +1,63 @@
+"""One execution per subscription event for every subscriber of the same operation.
+
+A change wakes every subscriber at once, and a dashboard's hundred viewers of
+``fleetCapacityChanged`` subscribe with the same document: each executed the
+same selection over the same totals, one after another on the event loop,
+while every HTTP request waited behind them. The subscription resolvers hand
+each subscriber the same payload object for one event (fleet totals are shared
+per snapshot, filter and grouping; a host's change per change and kind), so an
+event's result is kept under its operation, variables and payload, and the next
+subscriber of that operation takes it as it is. :class:`Recent` keeps both: the
+results, and the payloads of host changes.
+
+What a subscription event's selection reads is its payload and the flavor
+catalog; the context's snapshot too, so a subscriber may get the result an
+earlier one made moments before, of the same event. Documents are parsed once
+per text (Strawberry's parser cache), so one text is one operation node. Kept
+results hold what they are filed under, so that the ids in a key are not
+reused while it is kept. Subscription events run on the event loop only: no
+lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Generic, NamedTuple, TypeVar
+
+__all__ = ["Recent"]
+
+T = TypeVar("T")
+
+#: Values kept at most: the events of one wake-up, for every distinct operation.
+MAX_KEPT = 256
+
+
+class _Kept(NamedTuple, Generic[T]):
+    same: tuple[object, ...]
+    value: T
+
+
+class Recent(Generic[T]):
+    """Values filed under the objects they are made of, the newest ``max_kept`` kept."""
+
+    def __init__(self, max_kept: int = MAX_KEPT) -> None:
+        self.max_kept = max_kept
+        self._kept: dict[tuple[Hashable, ...], _Kept[T]] = {}
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def get(self, same: tuple[object, ...], plain: Hashable = None) -> T | None:
+        """What was kept for the objects ``same`` (compared by identity) and ``plain``
+        (compared by value), or None."""
+        kept = self._kept.get((*map(id, same), plain))
+        if kept is not None and all(a is b for a, b in zip(kept.same, same, strict=True)):
+            return kept.value
+        return None
+
+    def put(self, same: tuple[object, ...], value: T, plain: Hashable = None) -> None:
+        key = (*map(id, same), plain)
+        self._kept.pop(key, None)
+        self._kept[key] = _Kept(same, value)
+        if len(self._kept) > self.max_kept:
+            del self._kept[next(iter(self._kept))]
