@@ -236,6 +236,49 @@ async def test_live_totals_are_computed_once_for_all_their_subscribers(
     assert on_loop == [False, True]
 
 
+async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
+    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three subscribers of one text (both protocols) get one execution per change;
+    another text, or the same text with other variables, has its own."""
+    from gateway.api.executor import Executor
+
+    executed: list[str] = []
+    execute = Executor._execute_operation
+
+    def counting(self: Executor, serially: bool | None) -> Any:
+        executed.append(self._variables_text())
+        return execute(self, serially)
+
+    monkeypatch.setattr(Executor, "_execute_operation", counting)
+    address, store = server
+    query = """subscription Changed($zone: String) { hypervisorChanged(filter: {zone: $zone}) {
+        type hypervisor { name resource(name: "cpu") { free } } } }"""
+    other = "subscription { hypervisorChanged { type hypervisor { name } } }"
+    subscriptions = [
+        (TRANSPORT_WS, query, {"zone": "qa-de-1a"}),
+        (LEGACY_WS, query, {"zone": "qa-de-1a"}),
+        (TRANSPORT_WS, query, {"zone": "qa-de-1a"}),
+        (TRANSPORT_WS, query, {}),
+        (TRANSPORT_WS, other, {}),
+    ]
+    async with contextlib.AsyncExitStack() as stack:
+        clients = []
+        for protocol, text, variables in subscriptions:
+            client = await stack.enter_async_context(
+                contextlib.asynccontextmanager(connect)(address, protocol)
+            )
+            await client.subscribe("s", text, **variables)
+            clients.append(client)
+        await listening(address, streams=len(clients))
+        store.upsert(modified("node-a", "10"))
+        got = [await client.next() for client in clients]
+    changed = {"type": "MODIFIED", "hypervisor": {"name": "node-a", "resource": {"free": "474"}}}
+    assert got[:4] == [{"hypervisorChanged": changed}] * 4
+    assert got[4] == {"hypervisorChanged": {"type": "MODIFIED", "hypervisor": {"name": "node-a"}}}
+    assert sorted(executed) == sorted(['{"zone": "qa-de-1a"}', "{}", "{}"])
+
+
 async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, Store]) -> None:
     address, store = server
     async for client in connect(address, TRANSPORT_WS):
