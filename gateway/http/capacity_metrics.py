@@ -25,9 +25,11 @@ snapshot's.
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from gateway.domain.flavors import Catalog
 from gateway.domain.records import Hypervisor
@@ -80,9 +82,10 @@ class CapacityExposition:
         # Per group whose members changed since its lines were made: the records its
         # sums counted that left, and the ones that came (by name) that they did not.
         self._moves: dict[tuple[str, str], tuple[list[Hypervisor], dict[str, Hypervisor]]] = {}
-        # The generation the text was put together for, not its snapshot: held here,
-        # a snapshot's records outlive the store's use of them, and the next scrape,
-        # letting go, frees them all at once (90 ms at 5,000 hosts after a status round).
+        # The text's pieces, and how many regroupings it was put together after: the
+        # text changes only with a group's lines, not with every snapshot (a status
+        # round rewrites every record, and mostly no figure).
+        self._regrouped = 0
         self._chunks: tuple[int, tuple[bytes, ...]] = (-1, ())
         self._primed = False
 
@@ -96,12 +99,13 @@ class CapacityExposition:
         """
         snapshot = self.store.snapshot
         self._advance(snapshot, math.inf)
-        return self._assembled(snapshot)
+        return self._assembled()
 
     async def current(self) -> tuple[bytes, ...]:
         """:meth:`chunks`, made a slice at a time, leaving the loop to others between them:
         the text of the snapshot current when it was asked for."""
-        return self._assembled(await self.rendered())
+        await self.rendered()
+        return self._assembled()
 
     def render(self) -> bytes:
         """The exposition of the current snapshot in one piece."""
@@ -159,19 +163,21 @@ class CapacityExposition:
             settle()  # out of the collector's reach, as the store's own records are
         return True
 
-    def _assembled(self, snapshot: Snapshot) -> tuple[bytes, ...]:
-        rendered, chunks = self._chunks
-        if rendered != snapshot.generation:
+    def _assembled(self) -> tuple[bytes, ...]:
+        assembled, chunks = self._chunks
+        if assembled != self._regrouped:
             groups = [self._groups[key] for key in sorted(self._groups)]
-            chunks = tuple(
-                chunk
-                for family in FAMILIES
-                for chunk in (HEADERS[family], *(group.lines[family] for group in groups))
-            )
-            self._chunks = (snapshot.generation, chunks)
+            pieces: list[bytes] = []
+            for family in FAMILIES:
+                pieces.append(HEADERS[family])
+                for group in groups:
+                    pieces.extend(group.lines[family])
+            chunks = tuple(pieces)
+            self._chunks = (self._regrouped, chunks)
         return chunks
 
     def _regroup(self, key: tuple[str, str]) -> None:
+        self._regrouped += 1
         left, came = self._moves.pop(key)
         members = self._members.get(key)
         if not members:  # its last host left, perhaps before the group was ever rendered
@@ -216,15 +222,17 @@ class CapacityExposition:
             self._hosts[name] = new
 
 
-def pieces(chunks: Iterable[bytes], size: int = 2**20) -> Iterator[bytes]:
-    """``chunks`` joined into pieces of about ``size`` bytes, to send one at a time."""
-    pending: list[bytes] = []
-    length = 0
-    for chunk in chunks:
-        pending.append(chunk)
-        length += len(chunk)
-        if length >= size:
-            yield b"".join(pending)
-            pending, length = [], 0
-    if pending:
-        yield b"".join(pending)
+def pieces(chunks: Sequence[bytes], size: int = 2**20) -> Iterator[bytes]:
+    """``chunks`` joined into pieces of about ``size`` bytes, to send one at a time.
+
+    The cuts are found over the running lengths rather than chunk by chunk: at
+    5,000 hosts the text is 30,000 chunks, a Python loop over which took 11 ms.
+    """
+    ends = list(itertools.accumulate(map(len, chunks)))
+    start = 0
+    while start < len(chunks):
+        # The first chunk that reaches ``size`` past the piece's start ends the piece.
+        reach = (ends[start - 1] if start else 0) + size
+        stop = min(bisect.bisect_left(ends, reach, lo=start) + 1, len(chunks))
+        yield b"".join(chunks[start:stop])
+        start = stop

@@ -132,9 +132,14 @@ class HostLines:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class GroupLines:
-    """One group's lines, per family: its hosts' lines, then its own totals and slots."""
+    """One group's lines, per family: its hosts' lines, then its own totals and slots.
 
-    lines: dict[str, bytes]
+    The hosts' lines are theirs, not a copy joined per group: a copy doubled the
+    memory the series take (2 KiB a host at 5,000 hosts), and the pieces are joined
+    as they are sent anyway (:func:`gateway.http.capacity_metrics.pieces`).
+    """
+
+    lines: dict[str, tuple[bytes, ...]]
 
 
 def host_lines(record: Hypervisor) -> HostLines:
@@ -185,8 +190,8 @@ def group_lines(
 ) -> GroupLines:
     """A group's lines: its hosts' (in the order given), then its totals and slots."""
     labels = _labels(GROUP_LABELS, key)
-    own: dict[str, bytes] = {
-        family: b"".join([host.lines[index] for host in hosts])
+    own: dict[str, tuple[bytes, ...]] = {
+        family: tuple(host.lines[index] for host in hosts if host.lines[index])
         for index, family in enumerate(HOST_FAMILIES)
     }
     lines: dict[str, list[str]] = {name: [] for name in GROUP_FAMILIES}
@@ -212,7 +217,7 @@ def group_lines(
         add("flavor_slots", counted.slots, extra)
         add("flavor_hosts_with_room", counted.hosts_with_room, extra)
         add("flavor_unknown_hosts", counted.hosts_unknown, extra)
-    return GroupLines(own | {name: "".join(text).encode() for name, text in lines.items()})
+    return GroupLines(own | {name: ("".join(text).encode(),) for name, text in lines.items()})
 
 
 def same_figures(old: Hypervisor, new: Hypervisor) -> bool:
