@@ -524,7 +524,7 @@ def test_no_drift_without_bookings_or_status() -> None:
 
 def test_instance_without_id_is_ignored() -> None:
     h = parse(hypervisor(status={"instances": [{"name": "x", "active": True}, "junk"]}))
-    assert h.instances == ()
+    assert list(h.instances) == [] and not h.instances
     assert len(h.warnings) == 3  # junk: not an object, then no id; the first: no id
 
 
@@ -815,11 +815,23 @@ def test_aggregate_metadata_keeps_only_strings() -> None:
 # Sharing: a fleet repeats itself, and its records share what repeats.
 
 
-def test_an_instance_id_is_the_string_of_its_consumers_booking() -> None:
-    h = parse(full_object())
-    booked, unbooked = h.instances
-    assert booked.id is h.consumers[0].uuid
-    assert unbooked.id == uuid_of(9)
+def test_instances_are_packed_and_read_back_as_they_were() -> None:
+    """Every id and name end to end in one string each: any text, in order."""
+    given = [
+        {"id": uuid_of(1).upper(), "name": "vm-1", "active": True},
+        {"id": "not-a-uuid", "name": "", "active": False},
+        {"id": uuid_of(3), "name": "naïve 仮想マシン\twith\nbreaks", "active": True},
+        {"id": uuid_of(4), "active": False},
+    ]
+    h = parse(hypervisor(status={"instances": given}))
+    assert [(i.id, i.name, i.active) for i in h.instances] == [
+        (uuid_of(1), "vm-1", True),
+        ("not-a-uuid", "", False),
+        (uuid_of(3), "naïve 仮想マシン\twith\nbreaks", True),
+        (uuid_of(4), "", False),
+    ]
+    assert len(h.instances) == 4
+    assert type(h.instances.ids) is str and type(h.instances.names) is str
 
 
 def test_equal_values_on_two_hosts_are_one_object() -> None:

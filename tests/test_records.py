@@ -116,7 +116,7 @@ def test_records_are_hashable() -> None:
 
 def test_records_stay_out_of_the_cyclic_collector() -> None:
     h = host(consumer(uuid_of(1), {"cpu": 1}))
-    records = [h, *h.bookings, *h.resources.values(), *h.instances, *h.conditions]
+    records = [h, *h.bookings, *h.resources.values(), h.instances, *h.instances, *h.conditions]
     assert not any(gc.is_tracked(r) for r in records)
 
 

@@ -331,7 +331,7 @@ class Hypervisor:
 
     @strawberry.field(description="libvirt domains on the host (status.instances).")
     def instances(self, root: strawberry.Parent[domain.Hypervisor]) -> list[Instance]:
-        return root.instances  # type: ignore[return-value]
+        return list(root.instances)  # type: ignore[arg-type]
 
     @strawberry.field(
         description="Booked-vs-running drift; null unless bookings are tracked and status exists."

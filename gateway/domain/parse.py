@@ -10,7 +10,7 @@ cannot be represented, and raises :class:`ParseError`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from gateway.domain import capacity
 from gateway.domain.bookings import parse_bookings, total_resources
@@ -29,7 +29,7 @@ from gateway.domain.records import (
     ConsumerBooking,
     Drift,
     Hypervisor,
-    Instance,
+    Instances,
     Origin,
     ReservationBooking,
     Trait,
@@ -64,8 +64,8 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     effective = p.amounts(status.get("effectiveCapacity"), "status.effectiveCapacity")
     allocation = p.amounts(status.get("allocation"), "status.allocation")
     conditions = _conditions(p, status.get("conditions"))
-    booked_uuids = _consumer_uuids(bookings)
-    instances = _instances(p, status.get("instances"), booked_uuids)
+    running = _instances(p, status.get("instances"))
+    instances = Instances.pack(*running)
     ready = next((c for c in conditions if c.type == "Ready"), None)
     taint = next((c for c in conditions if c.type == "Tainted"), None)
     traits, aggregates = _memberships(
@@ -89,7 +89,7 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
         effective=effective,
     )
     tracked = bookings_tracked and has_status
-    drift = _drift(bookings, booked_uuids, instances) if tracked else None
+    drift = _drift(bookings, instances, running) if tracked else None
     return Hypervisor(
         name=name,
         uid=p.string(meta.get("uid"), "metadata.uid"),
@@ -224,13 +224,16 @@ def _conditions(p: Reader, value: Any) -> tuple[Condition, ...]:
     return tuple(conditions)
 
 
-def _consumer_uuids(bookings: tuple[Booking, ...]) -> dict[str, str]:
-    return {b.uuid: b.uuid for b in bookings if isinstance(b, ConsumerBooking)}
+class _Running(NamedTuple):
+    """status.instances in columns: ids (lower case), names, positions not active."""
+
+    ids: list[str]
+    names: list[str]
+    inactive: list[int]
 
 
-def _instances(p: Reader, value: Any, booked: Mapping[str, str]) -> tuple[Instance, ...]:
-    """Running instances; an id that is also a booked consumer's shares its string."""
-    instances = []
+def _instances(p: Reader, value: Any) -> _Running:
+    running = _Running([], [], [])
     for i, entry in enumerate(p.items(value, "status.instances")):
         # As hot as the bookings' loop: paths are spelled out only for a warning.
         body = entry if type(entry) is dict else p.mapping(entry, f"status.instances[{i}]")
@@ -242,10 +245,11 @@ def _instances(p: Reader, value: Any, booked: Mapping[str, str]) -> tuple[Instan
             name = p.string(name, f"status.instances[{i}].name")
         if type(active) is not bool:
             active = bool(p.boolean(active, f"status.instances[{i}].active"))
-        ident = ident.lower()
-        # Positional: keyword arguments cost a frozen record half its construction.
-        instances.append(Instance(booked.get(ident, ident), name or "", active))
-    return tuple(instances)
+        if not active:
+            running.inactive.append(len(running.ids))
+        running.ids.append(ident.lower())
+        running.names.append(name or "")
+    return running
 
 
 def _operating_system(p: Reader, value: Any) -> Mapping[str, str]:
@@ -281,13 +285,12 @@ def _cells(p: Reader, value: Any) -> tuple[Cell, ...]:
     return tuple(sorted(cells, key=lambda c: c.cell_id))
 
 
-def _drift(
-    bookings: tuple[Booking, ...], booked: Mapping[str, str], instances: tuple[Instance, ...]
-) -> Drift:
-    running = {i.id for i in instances}
+def _drift(bookings: tuple[Booking, ...], instances: Instances, running: _Running) -> Drift:
+    booked = {b.uuid for b in bookings if isinstance(b, ConsumerBooking)}
+    seen = set(running.ids)
     return Drift(
         booked_not_running=tuple(
-            b for b in bookings if isinstance(b, ConsumerBooking) and b.uuid not in running
+            b for b in bookings if isinstance(b, ConsumerBooking) and b.uuid not in seen
         ),
         running_not_booked=tuple(i for i in instances if i.id not in booked),
     )

@@ -16,8 +16,11 @@ tooling that imports this package.
 
 from __future__ import annotations
 
+import array
+import itertools
 import operator
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from enum import Enum
 
@@ -44,6 +47,7 @@ __all__ = [
     "Drift",
     "Hypervisor",
     "Instance",
+    "Instances",
     "Origin",
     "Record",
     "ReservationBooking",
@@ -164,6 +168,54 @@ class Instance(Record, frozen=True):
     id: str
     name: str
     active: bool
+
+
+class Instances(Record, frozen=True):
+    """status.instances, packed: every id end to end in one string, every name in another.
+
+    A host runs dozens of domains, and a record and two strings apiece were some
+    150 bytes each beyond their text: 5.6 KiB of a demo host's 15.6 (39 domains).
+    Packed, an instance costs its text and 8 bytes. Iterating makes the
+    :class:`Instance` records, for the few readers that ask (the GraphQL field, drift).
+    """
+
+    ids: str
+    names: str
+    #: Where each id ends, then where each name ends: little-endian uint32s.
+    ends: bytes
+    #: Positions of the domains that are not running (mostly none: the empty set).
+    inactive: frozenset[int]
+
+    @classmethod
+    def pack(cls, ids: list[str], names: list[str], inactive: Iterable[int]) -> Instances:
+        """The instances with these ids and names (as many), those at ``inactive`` not
+        running."""
+        if not ids:
+            return NO_INSTANCES
+        ends = array.array("I", itertools.accumulate(map(len, ids)))
+        ends.extend(itertools.accumulate(map(len, names)))
+        if sys.byteorder == "big":
+            ends.byteswap()
+        return cls("".join(ids), "".join(names), ends.tobytes(), frozenset(inactive) or _ALL_ACTIVE)
+
+    def __len__(self) -> int:
+        return len(self.ends) // 8
+
+    def __iter__(self) -> Iterator[Instance]:
+        ends = array.array("I", self.ends)
+        if sys.byteorder == "big":
+            ends.byteswap()
+        count, ids, names, inactive = len(self), self.ids, self.names, self.inactive
+        id_start = name_start = 0
+        for index in range(count):
+            id_end, name_end = ends[index], ends[count + index]
+            active = index not in inactive
+            yield Instance(ids[id_start:id_end], names[name_start:name_end], active)
+            id_start, name_start = id_end, name_end
+
+
+_ALL_ACTIVE: frozenset[int] = frozenset()
+NO_INSTANCES = Instances("", "", b"", _ALL_ACTIVE)
 
 
 class Cell(Record, frozen=True):
@@ -299,7 +351,7 @@ class Hypervisor(Record, frozen=True, eq=False):
     effective_capacity: Amounts
     allocation: Amounts
     cells: tuple[Cell, ...]
-    instances: tuple[Instance, ...]
+    instances: Instances
     num_instances: int | None
     hypervisor_id: str | None
     service_id: str | None
