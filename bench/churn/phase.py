@@ -72,12 +72,18 @@ class Load:
 def measure(
     api: Api,
     gateway: Server,
+    bare: Server,
     hosts: list[writers.Target],
     rate: float,
     seconds: float,
     load: Load,
 ) -> dict[str, Any]:
-    """Every figure of one phase at ``rate`` changes per second."""
+    """Every figure of one phase at ``rate`` changes per second.
+
+    ``bare`` is the bare Starlette app (bench.bare_app), polled like the dashboards
+    through the same window: what any request costs on this machine under the load,
+    the floor under every query's figures.
+    """
     names = [name for name, _ in hosts]
     watched = random.Random(0).sample(names, min(load.watched, len(names)))
     lookups = [{"n": name} for name in watched]
@@ -98,6 +104,7 @@ def measure(
         for kind, query in QUERIES.items():
             period = 1.0 if kind == "fit" else PERIOD
             crowd.add(kind, readers.ask, gateway.url, query, loops[kind], period)
+        crowd.add("floor", readers.ask, bare.url, HOST, lookups, PERIOD)
         window = crowd.open(seconds, load.tail)
         figures = _gateway(gateway, window)
         done = crowd.collect()
@@ -156,6 +163,7 @@ def _rates(done: dict[str, Any], window: Window, rate: float, writer_count: int)
         "queries": {
             kind: summarize(done[kind]["latencies"]) for kind in QUERIES if done[kind]["latencies"]
         },
+        "floor": _summary(done["floor"]["latencies"]),
         "errors": sum(done[kind]["errors"] for kind in QUERIES),
         "error_reasons": {kind: done[kind]["reasons"] for kind in QUERIES if done[kind]["reasons"]},
         "messages": {"totals": done["totals"]["messages"], "hosts": done["hosts"]["messages"]},

@@ -10,8 +10,9 @@ __all__ = ["markdown"]
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
-    """Two tables, one row per size and rate: queries and cost, then delays from a write."""
-    return _queries(runs) + "\n\n" + _freshness(runs)
+    """Three tables, one row per size and rate: queries and cost, the machine's floor
+    under the same load, then delays from a write."""
+    return _queries(runs) + "\n\n" + _floor(runs) + "\n\n" + _freshness(runs)
 
 
 def _queries(runs: list[dict[str, Any]]) -> str:
@@ -38,6 +39,22 @@ def _queries(runs: list[dict[str, Any]]) -> str:
             f"| {p['cpu_share'] * 100:.0f}% of a core | {p['rss_kib'] / 1024:.0f} MiB "
             f"| {p['events_per_second']:.1f} |"
         )
+    return "\n".join(lines)
+
+
+def _floor(runs: list[dict[str, Any]]) -> str:
+    """Each query kind's p99 against the bare Starlette app's, polled as the host pages
+    are, in the same window: what no gateway on this machine answers faster."""
+    lines = [
+        "| Hosts | changes/s achieved | bare Starlette p50 / p99 "
+        "| ZONE p99 : bare | page p99 : bare | canFit p99 : bare | hypervisor(name:) p99 : bare |",
+        "|" + "---|" * 7,
+    ]
+    for run, p in _phases(runs):
+        q: dict[str, Summary] = p["queries"]
+        floor: Summary | None = p["floor"]
+        ratios = " | ".join(_ratio(q.get(kind), floor) for kind in ("zones", "page", "fit", "host"))
+        lines.append(f"| {run['size']:,} | {p['achieved']:.1f} | {_cell(floor)} | {ratios} |")
     return "\n".join(lines)
 
 

@@ -28,7 +28,9 @@ def churn(
     """Every phase at ``size`` hosts: one per write rate, in this order."""
     plane = ControlPlane()
     gateway: Server | None = None
+    bare = Server.bare(_free_port(), logs / f"churn-bare-{size}.log")
     try:
+        bare.wait_ready()
         plane.start()
         objects = generate(size, seed=0, bookings_per_host=40)
         log(f"[churn {size}] loading")
@@ -42,7 +44,7 @@ def churn(
         phases = []
         for rate in rates:
             log(f"[churn {size}] {rate:g} changes/s for {seconds:g} s")
-            phase = measure(Api.of(plane), gateway, hosts, rate, seconds, readers or Load())
+            phase = measure(Api.of(plane), gateway, bare, hosts, rate, seconds, readers or Load())
             log(
                 f"[churn {size}] achieved {phase['achieved']:.1f} changes/s"
                 f" ({phase['writes_skipped']} writes skipped, {phase['write_failures']} failed),"
@@ -57,6 +59,7 @@ def churn(
     finally:
         if gateway is not None:
             gateway.stop()
+        bare.stop()
         plane.stop()
 
 
