@@ -19,7 +19,6 @@ from __future__ import annotations
 import array
 import itertools
 import operator
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from enum import Enum
@@ -181,7 +180,8 @@ class Instances(Record, frozen=True):
 
     ids: str
     names: str
-    #: Where each id ends, then where each name ends: little-endian uint32s.
+    #: Where each id ends, then where each name ends: an array of C unsigned ints as
+    #: bytes (hashable, as a record's fields are; read back only by this process).
     ends: bytes
     #: Positions of the domains that are not running (mostly none: the empty set).
     inactive: frozenset[int]
@@ -194,17 +194,13 @@ class Instances(Record, frozen=True):
             return NO_INSTANCES
         ends = array.array("I", itertools.accumulate(map(len, ids)))
         ends.extend(itertools.accumulate(map(len, names)))
-        if sys.byteorder == "big":
-            ends.byteswap()
         return cls("".join(ids), "".join(names), ends.tobytes(), frozenset(inactive) or _ALL_ACTIVE)
 
     def __len__(self) -> int:
-        return len(self.ends) // 8
+        return len(self.ends) // (2 * _END_SIZE)
 
     def __iter__(self) -> Iterator[Instance]:
         ends = array.array("I", self.ends)
-        if sys.byteorder == "big":
-            ends.byteswap()
         count, ids, names, inactive = len(self), self.ids, self.names, self.inactive
         id_start = name_start = 0
         for index in range(count):
@@ -214,6 +210,7 @@ class Instances(Record, frozen=True):
             id_start, name_start = id_end, name_end
 
 
+_END_SIZE = array.array("I").itemsize
 _ALL_ACTIVE: frozenset[int] = frozenset()
 NO_INSTANCES = Instances("", "", b"", _ALL_ACTIVE)
 
