@@ -122,6 +122,22 @@ def test_group_totals_and_slots_are_the_fleet_and_slot_figures() -> None:
                 assert room == counted.hosts_with_room
 
 
+def test_a_change_that_moves_no_figure_keeps_the_text_as_it_was() -> None:
+    """A status round rewrites every record and mostly no figure: the pieces stay."""
+    rendered = exposition(hand_made.objects())
+    first = rendered.chunks()
+    same = hand_made.objects()[0]
+    same["metadata"]["resourceVersion"] = "2"
+    same["status"]["numInstances"] = 99  # not a series of its own
+    rendered.store.upsert(same)
+    assert rendered.chunks() is first
+    moved = hand_made.objects()[0]
+    moved["metadata"]["resourceVersion"] = "3"
+    moved["status"]["allocation"]["cpu"] = "31"
+    rendered.store.upsert(moved)
+    assert rendered.chunks() is not first
+
+
 def test_a_scrape_follows_every_change_and_reuses_an_unchanged_snapshot() -> None:
     objects = hand_made.objects()
     rendered = exposition(objects)

@@ -7,10 +7,11 @@ At 20,000 hosts there are some 300,000 samples (50 MB), far too many to format a
 every scrape, and a node agent rewrites every host's status each minute, so a
 record is new at nearly every scrape while its figures mostly are not. A host's
 lines are therefore formatted again only when its figures or labels changed, a
-group's totals and slots only when one of its members' did, and the whole text
-at most once per snapshot. Only the shards of the fleet map that changed since
-the last look are read (:meth:`~gateway.store.shards.ShardedMap.shards`), their
-records compared with what was kept.
+group's totals and slots only when one of its members' did, and the list of
+the text's pieces only when a group's lines changed. Only the shards of the
+fleet map that changed since the last look are read
+(:meth:`~gateway.store.shards.ShardedMap.shards`), their records compared with
+what was kept.
 
 That work is done ahead of scrapes: :meth:`CapacityExposition.run` does it
 whenever the store changes (a second later, so that a group whose hosts change
