@@ -28,8 +28,10 @@ __all__ = ["Recent"]
 
 T = TypeVar("T")
 
-#: Values kept at most: the events of one wake-up, for every distinct operation.
-MAX_KEPT = 256
+#: Values kept at most: the events of one wake-up, for every distinct operation. A
+#: kept value holds what it was made of (records a change replaced since, among them),
+#: so no more are kept than one wake-up's subscribers share.
+MAX_KEPT = 64
 
 
 class _Kept(NamedTuple, Generic[T]):

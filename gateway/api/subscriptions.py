@@ -138,15 +138,16 @@ async def shared_groups(
     return await asyncio.shield(found)  # one subscriber leaving does not cancel the others'
 
 
-#: Each change's message payload, one per kind, for all its subscribers (gateway.api.events).
+#: Each change's message payload, one per kind, for all its subscribers (gateway.api.events):
+#: filed under the record it shows, not the change, which holds the record it replaced too.
 _views: Recent[HypervisorChange] = Recent()
 
 
 def _view(change: Change, kind: ChangeType) -> HypervisorChange:
-    view = _views.get((change,), kind)
+    view = _views.get((change.hypervisor,), kind)
     if view is None:
         view = HypervisorChange(type=kind, hypervisor=change.hypervisor)  # type: ignore[arg-type]
-        _views.put((change,), view, kind)
+        _views.put((change.hypervisor,), view, kind)
     return view
 
 
