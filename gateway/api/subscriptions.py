@@ -19,8 +19,8 @@ from gateway.api.objects import Consumer, Hypervisor, consumer_view
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
-from gateway.store.snapshot import Change, Snapshot
 from gateway.store.snapshot import ChangeType as StoreChangeType
+from gateway.store.snapshot import Snapshot
 
 __all__ = ["Subscription"]
 
@@ -61,7 +61,7 @@ class Subscription:
             before = change.previous is not None and matches(change.previous)
             after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
             if before or after:
-                yield _view(change, _change_type(change.type, before, after))
+                yield _view(change.hypervisor, _change_type(change.type, before, after))
 
     @strawberry.subscription(
         description="The consumer now, then again whenever one of its bookings changes; "
@@ -143,11 +143,11 @@ async def shared_groups(
 _views: Recent[HypervisorChange] = Recent()
 
 
-def _view(change: Change, kind: ChangeType) -> HypervisorChange:
-    view = _views.get((change.hypervisor,), kind)
+def _view(record: domain.Hypervisor, kind: ChangeType) -> HypervisorChange:
+    view = _views.get((record,), kind)
     if view is None:
-        view = HypervisorChange(type=kind, hypervisor=change.hypervisor)  # type: ignore[arg-type]
-        _views.put((change.hypervisor,), view, kind)
+        view = HypervisorChange(type=kind, hypervisor=record)  # type: ignore[arg-type]
+        _views.put((record,), view, kind)
     return view
 
 
