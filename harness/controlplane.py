@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import yaml
 
-__all__ = ["ROOT", "ControlPlane", "ControlPlaneError", "build_binaries"]
+__all__ = ["ROOT", "ControlPlane", "ControlPlaneError", "build_binaries", "free_port"]
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_CRD = ROOT / "deploy" / "crd" / "hypervisors.kvm.cloud.sap.yaml"
@@ -66,7 +66,8 @@ def _built() -> tuple[Path, Path, Path]:
     return Path(apiserver), Path(etcd), Path(kubectl)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port free now; the server that is given it binds it a moment later."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -95,8 +96,8 @@ class ControlPlane:
         self.tokens = {"admin": secrets.token_hex(16)}
         self.tokens.update({user: secrets.token_hex(16) for user in users})
         self._groups: dict[str, tuple[str, ...]] = {"admin": ("system:masters",), **users}
-        self.etcd_port = _free_port()
-        self.apiserver_port = _free_port()
+        self.etcd_port = free_port()
+        self.apiserver_port = free_port()
         self._etcd: subprocess.Popen[bytes] | None = None
         self._apiserver: subprocess.Popen[bytes] | None = None
         self._binaries: tuple[Path, Path] | None = None
@@ -275,7 +276,7 @@ class ControlPlane:
 
     def _start_etcd(self) -> None:
         assert self._binaries is not None
-        peer = f"http://127.0.0.1:{_free_port()}"
+        peer = f"http://127.0.0.1:{free_port()}"
         log = (self.dir / "etcd.log").open("ab")
         self._etcd = subprocess.Popen(
             [

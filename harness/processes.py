@@ -17,15 +17,21 @@ __all__ = ["MemorySampler", "Server", "memory_kib"]
 
 
 class Server:
-    """A server process on loopback; ``started`` is taken just before it is spawned."""
+    """A server process on loopback; ``started`` is taken just before it is spawned.
 
-    def __init__(self, args: list[str], port: int, log: Path) -> None:
+    ``python`` runs it: this interpreter unless the server lives in a virtualenv of
+    its own (OpenStack Placement, :mod:`harness.placement`).
+    """
+
+    def __init__(
+        self, args: list[str], port: int, log: Path, python: str | Path = sys.executable
+    ) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self._log = log.open("ab")
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
-            [sys.executable, *args], cwd=ROOT, stdout=self._log, stderr=self._log
+            [python, *args], cwd=ROOT, stdout=self._log, stderr=self._log
         )
 
     @classmethod

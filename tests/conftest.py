@@ -19,6 +19,7 @@ from gateway.sources.kubernetes.informer import HypervisorInformer
 from gateway.store.store import Store
 from harness import controlplane
 from harness.controlplane import PROJECT_CRD, ControlPlane, ControlPlaneError
+from harness.placement import PLACEMENT_PYTHON, start_placement
 from tests.kubeapi import HypervisorAPI
 from tests.objects import BOOKINGS_CRD, RELEASED_CRD, reference_dir
 from tests.tcpproxy import TcpProxy
@@ -101,6 +102,26 @@ def released_cluster() -> Iterator[ControlPlane]:
 def unstreaming_cluster() -> Iterator[ControlPlane]:
     """A control plane whose API server cannot stream a watch's initial state."""
     yield from _control_plane(PROJECT_CRD, "--feature-gates=WatchList=false")
+
+
+@pytest.fixture(scope="session")
+def placement(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a real OpenStack Placement (harness/placement.py), shared by the session.
+
+    Its providers outlive a test: a test adds its own and looks only at those.
+    Only a machine without ``.venv-placement`` may skip, and never in CI.
+    """
+    if not PLACEMENT_PYTHON.exists() and not _in_ci():
+        pytest.skip(f"no {PLACEMENT_PYTHON} to run OpenStack Placement (scripts/test creates it)")
+    log = tmp_path_factory.mktemp("placement") / "placement.log"
+    try:
+        server = start_placement(log)
+    except (RuntimeError, OSError) as error:
+        pytest.fail(f"OpenStack Placement did not start ({error}); see {log}", pytrace=False)
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 #: Each CRD a cluster may serve -> the fixture of a control plane serving it.
