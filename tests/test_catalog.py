@@ -1,8 +1,9 @@
 """Query.slots and Query.flavors over HTTP, on the hand-made fleet, with exact figures.
 
 For 4 cores and 16 GiB: node-a (tracked) has 476 cores and 960 GiB free: 60 slots;
-node-b is over-subscribed: 0; node-c has no status: unknown; node-d (not tracked)
-has 28 cores and 192 GiB unallocated: 7, on libvirt's figures.
+node-b is over-subscribed: 0. The scheduler would use neither node-c (no status) nor
+node-d (not ready, in maintenance), though node-d (not tracked) has 28 cores and
+192 GiB unallocated: 7 on libvirt's figures, were it eligible.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ CATALOG = parse_catalog(
     ],
     "test",
 )
-SLOTS = "key flavor view slots allocationSlots hostsWithRoom hostsUnknown hosts"
+SLOTS = "key flavor view slots allocationSlots hostsWithRoom hostsUnknown hosts excluded { reason hosts }"
+NOT_READY_2 = [{"reason": "NOT_READY", "hosts": 2}]
 
 
 @pytest.fixture
@@ -48,38 +50,57 @@ async def test_slots_of_a_request(client: httpx.AsyncClient) -> None:
             "key": None,
             "flavor": None,
             "view": "AVAILABLE",
-            "slots": 67,
-            "allocationSlots": 7,
-            "hostsWithRoom": 2,
-            "hostsUnknown": 1,
+            "slots": 60,
+            "allocationSlots": None,
+            "hostsWithRoom": 1,
+            "hostsUnknown": 0,
             "hosts": 4,
+            "excluded": NOT_READY_2,
         }
     ]
 
 
 async def test_slots_per_zone_and_host(client: httpx.AsyncClient) -> None:
-    fields = "key slots hostsWithRoom hostsUnknown request { name amount } hypervisors { hypervisor { name } slots basis }"
+    fields = "key slots hostsWithRoom hostsUnknown excluded { reason hosts } request { name amount } hypervisors { hypervisor { name } slots basis reason }"
+    not_ready = [{"reason": "NOT_READY", "hosts": 1}]
     assert await slots(client, f"{REQUEST}, groupBy: ZONE", fields) == [
         {
             "key": "qa-de-1a",
             "slots": 60,
             "hostsWithRoom": 1,
-            "hostsUnknown": 1,
+            "hostsUnknown": 0,
+            "excluded": not_ready,
             "request": ASKED,
             "hypervisors": [
-                {"hypervisor": {"name": "node-a"}, "slots": 60, "basis": "BOOKINGS"},
-                {"hypervisor": {"name": "node-c"}, "slots": None, "basis": None},
+                {
+                    "hypervisor": {"name": "node-a"},
+                    "slots": 60,
+                    "basis": "BOOKINGS",
+                    "reason": None,
+                },
+                {
+                    "hypervisor": {"name": "node-c"},
+                    "slots": 0,
+                    "basis": None,
+                    "reason": "NOT_READY",
+                },
             ],
         },
         {
             "key": "qa-de-1b",
-            "slots": 7,
-            "hostsWithRoom": 1,
+            "slots": 0,
+            "hostsWithRoom": 0,
             "hostsUnknown": 0,
+            "excluded": not_ready,
             "request": ASKED,
             "hypervisors": [
-                {"hypervisor": {"name": "node-b"}, "slots": 0, "basis": "BOOKINGS"},
-                {"hypervisor": {"name": "node-d"}, "slots": 7, "basis": "ALLOCATION"},
+                {"hypervisor": {"name": "node-b"}, "slots": 0, "basis": "BOOKINGS", "reason": None},
+                {
+                    "hypervisor": {"name": "node-d"},
+                    "slots": 0,
+                    "basis": None,
+                    "reason": "NOT_READY",
+                },
             ],
         },
     ]
@@ -88,9 +109,9 @@ async def test_slots_per_zone_and_host(client: httpx.AsyncClient) -> None:
 @pytest.mark.parametrize(
     ("view", "expected"),
     [
-        ("BOOKINGS", (60, None, 2)),  # node-d is not tracked: unknown to Placement
+        ("BOOKINGS", (60, None, 0)),
         # node-a: 474 cores, 952 GiB unallocated -> 59; node-b reports no allocation
-        ("ALLOCATION", (66, 66, 2)),
+        ("ALLOCATION", (59, 59, 1)),
     ],
 )
 async def test_slots_per_view(
@@ -103,7 +124,8 @@ async def test_slots_per_view(
 
 async def test_slots_of_a_flavor_with_a_filter(client: httpx.AsyncClient) -> None:
     (group,) = await slots(client, 'flavor: "g_c4_m16", filter: {zone: "qa-de-1b"}')
-    assert (group["flavor"], group["slots"], group["hosts"]) == ("g_c4_m16", 7, 2)
+    assert (group["flavor"], group["slots"], group["hosts"]) == ("g_c4_m16", 0, 2)
+    assert group["excluded"] == [{"reason": "NOT_READY", "hosts": 1}]
 
 
 async def test_every_flavor_per_zone_in_one_query(client: httpx.AsyncClient) -> None:
@@ -115,19 +137,19 @@ async def test_every_flavor_per_zone_in_one_query(client: httpx.AsyncClient) -> 
     by_name = {f["name"]: f for f in data["flavors"]}
     assert list(by_name) == ["g_c4_m16", "g_c32_m128", "gpu"]
     assert by_name["g_c4_m16"]["slots"] == [
-        {"key": "qa-de-1a", "slots": 60, "hostsWithRoom": 1, "hostsUnknown": 1},
-        {"key": "qa-de-1b", "slots": 7, "hostsWithRoom": 1, "hostsUnknown": 0},
+        {"key": "qa-de-1a", "slots": 60, "hostsWithRoom": 1, "hostsUnknown": 0},
+        {"key": "qa-de-1b", "slots": 0, "hostsWithRoom": 0, "hostsUnknown": 0},
     ]
-    # 32 cores: node-a min(476 // 32, 960 // 128) = 7; node-d has 28 cores left: 0
+    # 32 cores: node-a min(476 // 32, 960 // 128) = 7
     assert by_name["g_c32_m128"]["slots"] == [
-        {"key": "qa-de-1a", "slots": 7, "hostsWithRoom": 1, "hostsUnknown": 1},
+        {"key": "qa-de-1a", "slots": 7, "hostsWithRoom": 1, "hostsUnknown": 0},
         {"key": "qa-de-1b", "slots": 0, "hostsWithRoom": 0, "hostsUnknown": 0},
     ]
     assert by_name["g_c32_m128"]["extraSpecs"] == [{"key": "hw:x", "value": "y"}]
-    # Nobody reports a VGPU capacity: every host is unknown, no group has 0 slots.
+    # Nobody reports a VGPU capacity: every eligible host is unknown, no group has 0 slots.
     assert by_name["gpu"]["slots"] == [
-        {"key": "qa-de-1a", "slots": None, "hostsWithRoom": 0, "hostsUnknown": 2},
-        {"key": "qa-de-1b", "slots": None, "hostsWithRoom": 0, "hostsUnknown": 2},
+        {"key": "qa-de-1a", "slots": None, "hostsWithRoom": 0, "hostsUnknown": 1},
+        {"key": "qa-de-1b", "slots": None, "hostsWithRoom": 0, "hostsUnknown": 1},
     ]
     assert by_name["gpu"]["resources"] == [
         {"name": "VGPU", "amount": "1"},

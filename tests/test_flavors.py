@@ -35,7 +35,6 @@ def test_extra_resource_classes_are_requested_as_they_are() -> None:
             "resources:VGPU": 1,
             "resources:CUSTOM_FPGA": "2",
             "resources:DISK_GB": 80,
-            "hw:cpu_policy": "dedicated",
         },
     }
     assert requested(entry) == {
@@ -79,7 +78,7 @@ def test_openstack_flavor_list_output_reads_as_it_is() -> None:
     }
     (flavor,) = parse_catalog([entry], "t").flavors
     assert flavor.extra_specs == {"hw:cpu_policy": "dedicated", "resources:VGPU": "1"}
-    assert requested(entry) == {"VGPU": 1, "cpu": 2, "memory": 2048 * MiB}
+    assert requested(entry) == {"VGPU": 1, "PCPU": 2, "memory": 2048 * MiB}
 
 
 def test_the_demo_catalog() -> None:
@@ -135,8 +134,12 @@ def test_files(tmp_path: Path) -> None:
             "resources:VGPU': expected a plain value",
         ),
         (
-            [{"name": "a", "vcpus": 1, "ram": 1, "properties": {"resources1:VGPU": 1}}],
-            "granular resource groups are not supported",
+            [{"name": "a", "vcpus": 1, "ram": 1, "properties": {"hw:cpu_policy": "pinned"}}],
+            "a: hw:cpu_policy='pinned': expected one of shared, dedicated, mixed",
+        ),
+        (
+            [{"name": "a", "vcpus": 1, "ram": 1, "properties": {"trait:X": "yes"}}],
+            "a: trait:X='yes': expected a trait name = required or forbidden",
         ),
         (
             [{"name": "a", "vcpus": 1, "ram": 1, "properties": {"resources:": 1}}],
@@ -172,3 +175,13 @@ def test_unreadable_files(tmp_path: Path) -> None:
     broken_json.write_text("{")
     with pytest.raises(FlavorError, match="not valid JSON or YAML"):
         load_catalog(broken_json)
+
+
+def test_granular_flavors_are_loaded_and_not_judged() -> None:
+    catalog = parse_catalog(
+        [{"name": "a", "vcpus": 2, "ram": 1024, "properties": {"resources1:VGPU": 1}}], "test"
+    )
+    (flavor,) = catalog.flavors
+    assert dict(flavor.resources) == {"cpu": 2, "memory": 1024 * MiB}
+    assert flavor.demand.unjudged is not None
+    assert "resources1:VGPU" in flavor.demand.unjudged

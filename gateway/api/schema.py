@@ -162,7 +162,8 @@ class Query:
         first: FirstArg = None,
         after: AfterArg = None,
     ) -> Connection[Hypervisor]:
-        hosts, keys = ordered(apply_filter(info.context.snapshot, filter), order_by)
+        context = info.context
+        hosts, keys = ordered(apply_filter(context.snapshot, filter, context.catalog), order_by)
         return paginate(
             hosts,
             keys,
@@ -225,7 +226,9 @@ class Query:
         ] = FleetGrouping.NONE,
     ) -> list[FleetGroup]:
         context = info.context
-        return fleet_groups(context.snapshot, filter, group_by, context.ledger)  # type: ignore[return-value]
+        return fleet_groups(  # type: ignore[return-value]
+            context.snapshot, filter, group_by, context.ledger, context.catalog
+        )
 
     @strawberry.field(
         description="How many more instances of one size fit, per group (domain brief, section "
@@ -256,8 +259,16 @@ class Query:
                 "ALLOCATION. Independent of filter.view."
             ),
         ] = CapacityView.AVAILABLE,
+        project: Annotated[
+            str | None,
+            strawberry.argument(
+                description="The OpenStack project that would boot the instances: hosts whose "
+                "spec.allowedProjects lists it are eligible; without it, restricted hosts "
+                "are not (PROJECT_RESTRICTED)."
+            ),
+        ] = None,
     ) -> list[SlotGroup]:
-        groups = flavor_slots(info, request, flavor, filter, group_by, view)
+        groups = flavor_slots(info, request, flavor, filter, group_by, view, project)
         return groups  # type: ignore[return-value]
 
     @strawberry.field(
