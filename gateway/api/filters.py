@@ -224,10 +224,10 @@ def _predicates(where: HypervisorFilter, catalog: Catalog) -> Iterable[Predicate
     if (overcommitted := where.overcommitted) is not None:
         yield lambda h: h.overcommitted_in(view) is overcommitted
     if where.fits_flavor is not None:
-        demand, project = catalog_flavor(catalog, where.fits_flavor).demand, where.project
-        yield lambda h: bool(slots.host_slots(h, demand, view, project).slots)
-    elif (project := where.project) is not None:
-        yield lambda h: not h.allowed_projects or project in h.allowed_projects
+        demand, asking = catalog_flavor(catalog, where.fits_flavor).demand, where.project
+        yield lambda h: bool(slots.host_slots(h, demand, view, asking).slots)
+    elif (asking := where.project) is not None:
+        yield lambda h: not h.allowed_projects or asking in h.allowed_projects
     for flag in ("ready", "bookings_tracked", "has_status"):
         if (wanted := getattr(where, flag)) is not None:
             yield lambda h, f=flag, w=wanted: getattr(h, f) is w  # type: ignore[misc]
