@@ -139,3 +139,18 @@ def test_an_amount_below_min_unit_gives_no_slots() -> None:
     for request_ in ({"cpu": Decimal(0)}, {"memory": Decimal(2**19)}):
         (group,) = slots.slot_groups([TRACKED], Demand.of_amounts(request_), Grouping.NONE)
         assert (group.slots, group.hosts_with_room) == (0, 0)
+
+
+def test_memory_judged_on_bookings_is_counted_in_placement_mib() -> None:
+    """Placement's MEMORY_MB total is the physical bytes truncated to MiB, and the ratio
+    applies to that: 1024.9 MiB x 4 is 4096 MiB to Placement, 4099.6 MiB in bytes. A
+    241 MiB request fits 16 times in Placement's figure, 17 times in the bytes."""
+    physical = 1_074_685_542  # 1024.9 MiB
+    status = {"capacity": {"memory": physical}, "allocation": {"memory": 0}}
+    tracked = host("t", [], status, overcommit={"memory": 4})
+    untracked = host("u", None, status, overcommit={"memory": 4})
+    request = {"memory": 241 * 2**20}
+    assert count(tracked, View.BOOKINGS, **request) == 16
+    assert count(tracked, View.AVAILABLE, **request) == 16  # judged on its bookings
+    assert count(tracked, View.ALLOCATION, **request) == 17  # libvirt's view, in bytes
+    assert count(untracked, View.AVAILABLE, **request) == 17
