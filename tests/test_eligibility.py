@@ -218,7 +218,9 @@ def test_excluded_hosts_have_no_slots_and_groups_count_them() -> None:
 def test_a_flavor_that_cannot_be_judged_leaves_every_eligible_host_unknown() -> None:
     granular = flavor(**{"resources1:VGPU": "1"})
     (group,) = slots.slot_groups([host(), host("down", ready=False)], granular, Grouping.NONE)
-    assert (group.slots, group.hosts_unknown, group.excluded) == (None, 1, ((Reason.NOT_READY, 1),))
+    assert (group.slots, group.hosts_unknown, group.excluded) == (0, 1, ((Reason.NOT_READY, 1),))
+    (alone,) = slots.slot_groups([host()], granular, Grouping.NONE)
+    assert (alone.slots, alone.hosts_unknown) == (None, 1)
 
 
 # Property: groups add up to an independent per-host reference.
@@ -303,8 +305,8 @@ def test_groups_add_up_to_the_per_host_reference(
         assert group.host_count == len(expected)
         assert group.hosts_with_room == kinds.count("room")
         assert group.hosts_unknown == kinds.count("unknown") == 0
-        judged = [n for kind, n in expected if not kind.startswith("excluded:")]
-        assert group.slots == (sum(judged) if judged else None)  # null: none judged
+        known = [n for kind, n in expected if kind != "unknown"]
+        assert group.slots == (sum(known) if known else None)  # excluded hosts: 0
         excluded = {r.value: n for r, n in group.excluded}
         assert excluded == {k[9:]: kinds.count(k) for k in set(kinds) if k.startswith("excluded:")}
         no_room = kinds.count("none")

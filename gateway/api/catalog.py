@@ -95,8 +95,8 @@ class SlotGroup:
         description="The catalog flavor counted; null for an explicit request."
     )
     slots: Count | None = strawberry.field(
-        description="Sum of the known per-host slots of the eligible hosts; null when no "
-        "eligible host could be judged."
+        description="Sum of the known per-host slots (0 on an excluded host); null when no "
+        "host of the group could be judged or was excluded."
     )
     allocation_slots: Count | None = strawberry.field(
         description="The part of slots judged on libvirt's allocation (in the AVAILABLE view "

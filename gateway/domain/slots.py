@@ -62,7 +62,7 @@ class SlotGroup:
     #: The project the question is asked for (hosts restricted to it are admitted).
     project: str | None
     host_count: int
-    #: Known slots summed; None when no host of the group could be judged.
+    #: Known slots summed (an excluded host's are 0); None when no host is known.
     slots: int | None
     #: The part of ``slots`` judged on libvirt's allocation; None when no host was.
     allocation_slots: int | None
@@ -244,6 +244,7 @@ def read_groups(
     for key in fleet.ordered_keys(keys):  # type: ignore[arg-type]
         row = [int(n) for n in ledger.groups.get(key, {}).get(flavor, _EMPTY)]
         hosts, judged, slots, on_allocation, allocation_slots, room, unknown = row[:7]
+        excluded = row[7:]
         groups.append(
             SlotGroup(
                 key,
@@ -252,11 +253,12 @@ def read_groups(
                 tally.view,
                 tally.project,
                 hosts,
-                slots if judged else None,
+                # An excluded host is known to take none: 0, not unknown.
+                slots if judged or any(excluded) else None,
                 allocation_slots if on_allocation else None,
                 room,
                 unknown,
-                tuple((r, n) for r, n in zip(_REASONS, row[7:], strict=True) if n),
+                tuple((r, n) for r, n in zip(_REASONS, excluded, strict=True) if n),
                 functools.partial(members, key),
             )
         )
