@@ -231,9 +231,13 @@ class Query:
         )
 
     @strawberry.field(
-        description="How many more instances of one size fit, per group (domain brief, section "
-        "4): give exactly one of request (explicit amounts) and flavor (a catalog name). For "
-        "every catalog flavor at once, ask flavors { name slots(groupBy: ...) { ... } }."
+        description="How many more instances of one size the scheduler could place, per group: "
+        "per host the smallest floor(free figure / requested amount) over the requested "
+        "resources, counted only on the hosts Nova would use (ready, not disabled, open to the "
+        "project, with the flavor's traits and aggregates; SlotGroup.excluded says how many "
+        "were left out and why). Give exactly one of request (explicit amounts: only readiness, "
+        "disabling and the project apply) and flavor (a catalog name, as Nova requests it). "
+        "For every catalog flavor at once, ask flavors { name slots(groupBy: ...) { ... } }."
     )
     def slots(
         self,
