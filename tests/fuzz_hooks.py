@@ -9,7 +9,8 @@ Two things a GraphQL schema cannot tell a generator, and these hooks do:
   check those answers): ``first`` from 0 to the page size limit (BAD_PAGE_SIZE),
   an ordering by a figure names its resource (ORDER_NEEDS_RESOURCE), and
   ``slots`` asks for exactly one of a non-empty request, each resource once, and
-  a catalog flavor (BAD_SLOTS_REQUEST, UNKNOWN_FLAVOR). The hooks bend a
+  a catalog flavor (BAD_SLOTS_REQUEST, UNKNOWN_FLAVOR); every flavor argument and
+  filter field (``fitsFlavor``) names a catalog flavor (UNKNOWN_FLAVOR). The hooks bend a
   generated query to follow them rather than drop it, so all else about it is
   still tested.
 """
@@ -58,6 +59,13 @@ class _Documented(graphql.Visitor):
         if node.name.value == "flavor" and isinstance(value, StringValueNode):
             flavor = FLAVORS[len(value.value) % len(FLAVORS)]
             return _argument("flavor", StringValueNode(value=flavor))
+        return None
+
+    def enter_object_field(self, node: ObjectFieldNode, *_: Any) -> Any:
+        value = node.value
+        if node.name.value == "fitsFlavor" and isinstance(value, StringValueNode):
+            flavor = FLAVORS[len(value.value) % len(FLAVORS)]
+            return ObjectFieldNode(name=node.name, value=StringValueNode(value=flavor))
         return None
 
     def enter_object_value(self, node: ObjectValueNode, *_: Any) -> Any:

@@ -113,7 +113,7 @@ def test_group_totals_and_slots_are_the_fleet_and_slot_figures() -> None:
                     )
                     assert got == (None if expected is None else float(expected)), (group, figure)
             for flavor in catalog.flavors:
-                (counted,) = slots.slot_groups(members, flavor.resources, fleet.Grouping.NONE)
+                (counted,) = slots.slot_groups(members, flavor.demand, fleet.Grouping.NONE)
                 got = value(found, "hypervisor_gateway_flavor_slots", **group, flavor=flavor.name)
                 assert got == counted.slots
                 room = value(

@@ -11,9 +11,11 @@ import pytest
 
 from gateway.cli import main
 from gateway.domain.parse import parse_hypervisor
-from gateway.domain.records import ConsumerBooking, Hypervisor
+from gateway.domain.quantity import parse_quantity
+from gateway.domain.records import ConsumerBooking, Hypervisor, Instance
 from gateway.sources.demo.churn import Churn
-from gateway.sources.demo.source import DemoSource, generate
+from gateway.sources.demo.plan import TRACKED
+from gateway.sources.demo.source import DemoSource, generate, generate_fleet
 from gateway.store.snapshot import Change, ChangeType, Snapshot
 from gateway.store.store import Store
 from tests.support import eventually
@@ -21,6 +23,10 @@ from tests.support import eventually
 
 def consumers(record: Hypervisor) -> dict[str, ConsumerBooking]:
     return {b.uuid: b for b in record.consumers}
+
+
+def instances(record: Hypervisor) -> dict[str, Instance]:
+    return {i.id: i for i in record.instances}
 
 
 def served(fleet: list[dict[str, Any]]) -> Store:
@@ -48,15 +54,52 @@ def test_each_step_books_or_releases_one_running_instance() -> None:
         booking = consumers(after if added else before)[uuid]
         sign = 1 if added else -1
         seen.add(sign)
-        for name in ("cpu", "memory"):
-            amount = sign * booking.resources[name]
-            assert after.resources[name].booked == before.resources[name].booked + amount
-            assert after.allocation[name] == before.allocation[name] + amount
+        for name, amount in booking.resources.items():
+            assert after.resources[name].booked == before.resources[name].booked + sign * amount
+            assert after.allocation[name] == before.allocation[name] + sign * amount
         running = {i.id for i in after.instances if i.active}
         assert (uuid in running) == bool(added)
         assert after.num_instances == len(after.instances)
         assert after.warnings == ()
         assert after.resources["cpu"].free >= min(before.resources["cpu"].free, Decimal(0))
+        records[after.name] = after
+    assert seen == {1, -1}
+
+
+def test_an_untracked_host_changes_its_instances_and_allocation() -> None:
+    """A cluster of today (no spec.bookings): the agent's figures move all the same."""
+    fleet = generate_fleet(120, 5, None, tracked=0)
+    records = {o["metadata"]["name"]: parse_hypervisor(o) for o in fleet.objects}
+    sizes = {u: {k: parse_quantity(v) for k, v in r.items()} for u, r in fleet.domains.items()}
+    store = served(fleet.objects)
+    churn = Churn(store, fleet.objects, seed=5, domains=fleet.domains)
+    seen = set()
+    for _ in range(200):
+        changed = churn.step()
+        assert changed is not None and "bookings" not in changed["spec"]
+        after = parse_hypervisor(changed)
+        assert store.snapshot.by_name[after.name].resources == after.resources
+        before = records[after.name]
+        added = instances(after).keys() - instances(before).keys()
+        removed = instances(before).keys() - instances(after).keys()
+        assert len(added) + len(removed) == 1
+        (uuid,) = added or removed
+        if added:
+            # The size of an instance already running there.
+            sizes[uuid] = {k: parse_quantity(v) for k, v in churn.domains[uuid].items()}
+            assert sizes[uuid] in [sizes[u] for u in instances(before) if u in sizes]
+            assert instances(after)[uuid].active
+        sign = 1 if added else -1
+        seen.add(sign)
+        assert after.allocation == {
+            name: total + sign * sizes[uuid].get(name, 0)
+            for name, total in before.allocation.items()
+        }
+        unallocated = before.resources["cpu"].unallocated
+        assert unallocated is not None
+        assert after.resources["cpu"].unallocated == unallocated - sign * sizes[uuid].get("cpu", 0)
+        assert after.num_instances == len(after.instances)
+        assert after.warnings == ()
         records[after.name] = after
     assert seen == {1, -1}
 
@@ -80,6 +123,15 @@ def test_hosts_that_cannot_take_a_change_are_left_alone() -> None:
         if record.name in changeable:
             assert record.ready and record.maintenance is None and record.bookings_tracked
     assert Churn(Store(), []).step() is None
+    # With the sizes of their domains, untracked hosts change too.
+    sized = generate_fleet(200, 0, None, TRACKED)
+    with_untracked = set(Churn(served(sized.objects), sized.objects, 0, sized.domains).names)
+    assert with_untracked > changeable
+    assert all(
+        not parse_hypervisor(o).bookings_tracked
+        for o in fleet
+        if o["metadata"]["name"] in with_untracked - changeable
+    )
 
 
 async def test_the_demo_source_churns_and_confirms() -> None:
@@ -95,6 +147,24 @@ async def test_the_demo_source_churns_and_confirms() -> None:
         await eventually(lambda: sum(c.type is ChangeType.MODIFIED for c in changes) >= 3)
         assert source.status.seconds_since_confirmed() < 1
         assert source.status.last_event_at is not None
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_an_untracked_demo_fleet_churns_too() -> None:
+    store, changed = Store(), set[str]()
+
+    def listen(snapshot: Snapshot, batch: list[Change]) -> None:
+        changed.update(c.hypervisor.name for c in batch if c.type is ChangeType.MODIFIED)
+
+    store.listen(listen)
+    source = DemoSource(size=30, seed=2, churn=0.01, tracked=0)
+    task = asyncio.create_task(source.run(store))
+    try:
+        await eventually(lambda: len(changed) >= 3)
+        assert not any(store.snapshot.by_name[name].bookings_tracked for name in changed)
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

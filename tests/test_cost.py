@@ -163,3 +163,17 @@ def test_the_hosts_of_a_slot_group_cost_a_pass_over_the_fleet() -> None:
     alone = cost('{ slots(flavor: "m1") { key slots } }', profile)
     hosts = cost('{ slots(flavor: "m1") { key hypervisors { slots } } }', profile)
     assert alone < 100 and hosts >= 1000
+
+
+def test_slots_kept_per_flavor_and_counted_for_a_request_filter_or_project() -> None:
+    """The fleet's slots of a catalog flavor are kept per change; those of an explicit
+    request, a filter's hosts or a project are counted over every host."""
+    profile = Profile(hosts=1000, consumers=0, lists={})
+    kept = cost('{ slots(flavor: "m1") { slots } }', profile)
+    assert kept < 100
+    for counted in (
+        '{ slots(flavor: "m1", project: "p") { slots } }',
+        '{ slots(flavor: "m1", filter: {zone: "a"}) { slots } }',
+        '{ slots(request: [{resource: "cpu", amount: "1"}]) { slots } }',
+    ):
+        assert cost(counted, profile) == kept + 1000

@@ -349,7 +349,7 @@ MIXED = """{ fleetCapacity(groupBy: ZONE) { key trackedHosts untrackedHosts
   hypervisors(filter: { bookingsTracked: false }, first: 1) {
     nodes { name resource(name: "cpu") { available basis } } } }"""
 SLOTS = """query($flavor: String!) { slots(flavor: $flavor, groupBy: ZONE) {
-  key slots allocationSlots } }"""
+  key slots allocationSlots excluded { reason hosts } } }"""
 
 
 @pytest.fixture
@@ -405,13 +405,29 @@ def test_mixed_demo_shows_both_views_and_slots(page: Any, demo: Gateway) -> None
     flavors = demo.query("{ flavors { name } }")["flavors"]
     assert page.locator("#slots-table tbody tr").count() == len(flavors) > 0
     flavor = "g_c4_m16"
-    for group in demo.query(SLOTS, flavor=flavor)["slots"]:
+    groups = demo.query(SLOTS, flavor=flavor)["slots"]
+    assert any(g["excluded"] for g in groups)  # the demo has hosts the scheduler would not use
+    for group in groups:
         cell = page.locator(
             f'#slots-table tr[data-flavor="{flavor}"] td[data-zone="{group["key"]}"]'
         )
         assert cell.get_attribute("data-value") == str(group["slots"])
         estimate = cell.locator('[data-field="allocationSlots"]')
-        assert estimate.get_attribute("data-value") == str(group["allocationSlots"])
+        if group["allocationSlots"]:
+            assert estimate.get_attribute("data-value") == str(group["allocationSlots"])
+        else:
+            assert estimate.count() == 0
+        # What the scheduler would not use, and why, as the API counts it.
+        excluded = cell.locator('[data-field="excluded"]')
+        if not group["excluded"]:
+            assert excluded.count() == 0
+            continue
+        reasons = " ".join(f"{e['reason']}:{e['hosts']}" for e in group["excluded"])
+        assert excluded.get_attribute("data-value") == str(
+            sum(e["hosts"] for e in group["excluded"])
+        )
+        assert excluded.get_attribute("data-reasons") == reasons
+        assert "not used by the scheduler" in (cell.get_attribute("title") or "")
     screenshot(page, "dashboard-mixed.png")
     # The whole page is long (200 hosts): the two panels of the basis, on their own.
     for panel, name in (("#zones", "zones"), ("#slots", "slots")):

@@ -9,6 +9,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,11 @@ import pytest
 import yaml
 
 from gateway.cli import main
-from gateway.sources.demo.plan import EXAMPLE_CONSUMER
-from gateway.sources.demo.source import DemoSource, generate
+from gateway.domain.flavors import load_catalog
+from gateway.domain.records import Origin
+from gateway.sources.demo.plan import EXAMPLE_CONSUMER, TRACKED, Fleet, Host
+from gateway.sources.demo.render import HANA_TRAIT
+from gateway.sources.demo.source import DemoSource, generate, generate_fleet
 from gateway.store.snapshot import Snapshot
 from gateway.store.store import Store
 from tests.objects import reference_dir
@@ -33,6 +37,12 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 @pytest.fixture(scope="module")
 def fleet() -> list[dict[str, Any]]:
     return generate()
+
+
+@pytest.fixture(scope="module")
+def plan() -> dict[str, Host]:
+    """The default fleet's hosts as planned, by name."""
+    return {h.name: h for h in Fleet(200, 0, None).hosts()}
 
 
 @pytest.fixture(scope="module")
@@ -296,7 +306,8 @@ def test_hardware_and_overcommit_are_realistic(
     fleet: list[dict[str, Any]], snapshot: Snapshot
 ) -> None:
     with_status = [h for h in snapshot.ordered if h.has_status]
-    cores = {int(h.capacity["cpu"]) for h in with_status}
+    # A pinned host reports its dedicated cores as PCPU, the shared ones as cpu.
+    cores = {int(h.capacity["cpu"] + h.capacity.get("PCPU", 0)) for h in with_status}
     memory = [h.capacity["memory"] for h in with_status]
     assert min(cores) >= 64 and max(cores) <= 256 and len(cores) >= 4
     assert all(512 * 2**30 * 0.95 <= m <= 4 * 2**40 for m in memory)
@@ -324,9 +335,12 @@ def test_bookings_and_consumers(snapshot: Snapshot) -> None:
     assert all(re.fullmatch(r"[0-9a-f]{32}", c.user_id or "") for c in consumers)
     assert any(c.consumer_generation is None for c in consumers)
     assert len({c.project_id for c in consumers}) >= 50
-    vcpus = {int(c.resources["cpu"]) for c in consumers}
-    assert {2, 4, 8, 16, 32} <= vcpus
-    assert all(c.resources["memory"] >= c.resources["cpu"] * 2 * 2**30 for c in consumers)
+    # A pinned instance books its vCPUs as PCPU.
+    vcpus = [c.resources.get("cpu", Decimal(0)) + c.resources.get("PCPU", 0) for c in consumers]
+    assert {2, 4, 8, 16, 32} <= set(vcpus)
+    assert all(
+        c.resources["memory"] >= n * 2 * 2**30 for c, n in zip(consumers, vcpus, strict=True)
+    )
 
 
 def test_the_awkward_cases_are_all_there(snapshot: Snapshot) -> None:
@@ -348,6 +362,107 @@ def test_the_awkward_cases_are_all_there(snapshot: Snapshot) -> None:
     assert any(not h.hypervisor_id for h in hosts if h.has_status)  # still onboarding
     reasons = {h.ready_reason for h in hosts if h.has_status and not h.ready}
     assert {"Maintenance", "LibVirtConnectionFailed", "Onboarding"} <= reasons
+
+
+# A region's special hosts: isolated HANA, pinned cores, kept for a few projects
+
+
+def test_hana_hosts_carry_the_trait_their_aggregate_isolates(
+    plan: dict[str, Host], snapshot: Snapshot
+) -> None:
+    hana = {name for name, h in plan.items() if h.hardware.hana}
+    assert hana and {h.name for h in snapshot.by_trait[HANA_TRAIT]} == hana
+    assert {h.name for h in snapshot.by_aggregate["hana_exclusive"]} == hana
+    isolating = {
+        (a.name, tuple(a.metadata.items()))
+        for h in snapshot.ordered
+        for a in h.aggregates
+        if any(key.startswith("trait:") for key in a.metadata)
+    }
+    assert isolating == {("hana_exclusive", ((f"trait:{HANA_TRAIT}", "required"),))}
+    # Isolated by the trait, not by project: every project's HANA flavor may land there.
+    assert all(snapshot.by_name[name].allowed_projects == () for name in hana)
+    required = {
+        (flavor.name, key.removeprefix("trait:"))
+        for flavor in load_catalog(None).flavors
+        for key, value in flavor.extra_specs.items()
+        if key.startswith("trait:") and value == "required"
+    }
+    assert required == {("hana_c32_m512", HANA_TRAIT), ("hana_c64_m1024", HANA_TRAIT)}
+
+
+def test_pinned_hosts_report_their_dedicated_cores_as_pcpu(
+    plan: dict[str, Host], snapshot: Snapshot
+) -> None:
+    pinned = {name for name, h in plan.items() if h.dedicated}
+    reporting = {h.name for h in snapshot.ordered if "PCPU" in h.capacity}
+    assert reporting and reporting == {n for n in pinned if plan[n].role != "new"}
+    tracked_pcpu = Decimal(0)
+    for name in reporting:
+        h, p = snapshot.by_name[name], plan[name]
+        assert h.capacity["PCPU"] == p.dedicated and h.capacity["cpu"] == p.shared
+        assert h.capabilities and h.capabilities.cpus == p.hardware.cores
+        assert h.overcommit.get("PCPU") is None  # Placement never overcommits PCPU
+        assert sum(c.capacity["PCPU"] for c in h.cells) == p.dedicated
+        domains = [c for c in p.consumers if c.domain]
+        assert h.allocation["PCPU"] == sum(c.flavor.vcpus for c in domains if c.flavor.pinned)
+        assert h.allocation["cpu"] == sum(c.flavor.vcpus for c in domains if not c.flavor.pinned)
+        if h.bookings_tracked:
+            booked = sum(c.flavor.vcpus for c in p.consumers if c.booked and c.flavor.pinned)
+            assert h.resources["PCPU"].booked == booked
+            assert h.resources["PCPU"].capacity == p.dedicated
+            tracked_pcpu += booked
+    assert tracked_pcpu > 0
+    assert {h.name for h in snapshot.by_aggregate["pinned_cpus"]} == pinned
+    metadata = {
+        tuple(a.metadata.items())
+        for h in snapshot.by_aggregate["pinned_cpus"]
+        for a in h.aggregates
+        if a.name == "pinned_cpus" and a.source is not Origin.SPEC  # spec.aggregates: names
+    }
+    assert metadata == {(("pinned", "true"),)}
+    # The pinned flavors ask for that aggregate, and for dedicated cores.
+    asking = [
+        f.name
+        for f in load_catalog(None).flavors
+        if f.extra_specs.get("aggregate_instance_extra_specs:pinned") == "true"
+    ]
+    assert asking == ["p_c2_m8", "p_c4_m16", "p_c8_m32", "p_c16_m64", "p_c32_m128"]
+
+
+def test_one_building_block_is_kept_for_a_few_projects(
+    plan: dict[str, Host], snapshot: Snapshot
+) -> None:
+    restricted = {name for name, h in plan.items() if h.allowed}
+    assert len({plan[name].bb for name in restricted}) == 1
+    assert {h.name for h in snapshot.ordered if h.allowed_projects} == restricted
+    (projects,) = {snapshot.by_name[name].allowed_projects for name in restricted}
+    assert len(projects) == 2
+    consumers = [c for name in restricted for c in snapshot.by_name[name].consumers]
+    assert consumers and {c.project_id for c in consumers} <= set(projects)
+    metadata = {
+        tuple(a.metadata.items())
+        for name in restricted
+        for a in snapshot.by_name[name].aggregates
+        if a.name == plan[name].bb and a.source is not Origin.SPEC
+    }
+    assert metadata == {(("filter_tenant_id", ",".join(projects)),)}
+
+
+def test_the_untracked_hosts_domains_are_sized_as_their_allocation() -> None:
+    """What the churn needs to change an untracked host: each domain's size, which
+    adds up to the host's cpu allocation (memory has libvirt's overhead on top)."""
+    fleet = generate_fleet(200, 0, None, TRACKED)
+    assert fleet.objects == generate()
+    untracked = [o for o in fleet.objects if "bookings" not in o["spec"] and "status" in o]
+    assert untracked
+    for obj in untracked:
+        status = obj["status"]
+        sized = [i for i in status["instances"] if i["id"] in fleet.domains]
+        assert {i["name"] for i in status["instances"] if i not in sized} <= {"instance-orphan"}
+        for resource in ("cpu", "PCPU"):
+            total = sum(int(fleet.domains[i["id"]].get(resource, 0)) for i in sized)
+            assert total == int(status["allocation"].get(resource, 0)), obj["metadata"]["name"]
 
 
 def test_status_drifts_a_little_from_the_bookings(snapshot: Snapshot) -> None:
@@ -481,4 +596,7 @@ def test_hosts_are_evicted_tainted_and_updated_as_the_operator_reports(
     updating = [h for h in hosts if h.update_status and h.update_status.in_progress]
     assert len(updating) >= 2
     assert all(h.update_status and h.update_status.installed != h.target_version for h in updating)
-    assert all(h.capabilities and h.capabilities.cpus == h.capacity["cpu"] for h in hosts)
+    assert all(
+        h.capabilities and h.capabilities.cpus == h.capacity["cpu"] + h.capacity.get("PCPU", 0)
+        for h in hosts
+    )

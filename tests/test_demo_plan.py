@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.sources.demo.plan import REGIONS, Fleet
+from gateway.sources.demo.plan import REGIONS, Fleet, Host
 from gateway.sources.demo.source import generate
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -58,3 +58,46 @@ def test_small_fleets_with_few_bookings_plan_for_every_seed() -> None:
     skipped, not a StopIteration out of the plan (30 hosts, 2 bookings, seed 4 did that)."""
     for seed in range(12):
         assert len(generate(30, seed=seed, bookings_per_host=2)) == 30
+
+
+def test_some_building_blocks_pin_cores_or_belong_to_a_few_projects() -> None:
+    """Whole building blocks: of the general-purpose ones in order, every fifth from
+    the second pins three quarters of its cores, every eighth from the fourth (when
+    not pinned) is reserved for two projects; HANA ones are neither."""
+    fleet = Fleet(2000, 0, None)
+    hosts = fleet.hosts()
+    blocks: dict[str, list[Host]] = {}
+    for h in hosts:
+        blocks.setdefault(h.bb, []).append(h)
+    assert all(len({h.pool for h in block}) == 1 for block in blocks.values())
+    general = [bb for bb, block in blocks.items() if not block[0].hardware.hana]
+    pinned = {bb for bb, block in blocks.items() if block[0].dedicated}
+    restricted = {bb for bb, block in blocks.items() if block[0].allowed}
+    assert pinned == set(general[1::5])
+    assert restricted == {bb for i, bb in enumerate(general) if i % 8 == 3} - pinned
+    assert len(fleet.restricted_projects) == 2
+    for h in hosts:
+        assert h.dedicated == (h.hardware.cores * 3 // 4 if h.bb in pinned else 0)
+        assert h.allowed == (fleet.restricted_projects if h.bb in restricted else ())
+
+
+def test_pinned_instances_run_on_pinned_hosts_and_projects_where_they_may() -> None:
+    fleet = Fleet(2000, 0, None)
+    hosts = fleet.hosts()
+    for h in hosts:
+        kinds = {c.flavor.pinned for c in h.consumers}
+        assert kinds <= ({True, False} if h.dedicated else {False}), h.name
+        projects = {c.project for c in h.consumers}
+        if h.allowed:
+            assert projects <= set(h.allowed), h.name
+        elif h.hardware.hana:
+            assert projects <= set(fleet.hana_projects), h.name
+    assert any(c.flavor.pinned for h in hosts for c in h.consumers)
+    # A live migration stays among hosts that may take the instance.
+    places: dict[str, set[tuple[str, tuple[bool, bool, tuple[str, ...]]]]] = {}
+    for h in hosts:
+        for c in h.consumers:
+            places.setdefault(c.uuid, set()).add((h.name, h.pool))
+    migrating = [on for on in places.values() if len(on) > 1]
+    assert len(migrating) >= 10
+    assert all(len({pool for _, pool in on}) == 1 for on in migrating)

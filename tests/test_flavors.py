@@ -35,7 +35,6 @@ def test_extra_resource_classes_are_requested_as_they_are() -> None:
             "resources:VGPU": 1,
             "resources:CUSTOM_FPGA": "2",
             "resources:DISK_GB": 80,
-            "hw:cpu_policy": "dedicated",
         },
     }
     assert requested(entry) == {
@@ -79,15 +78,25 @@ def test_openstack_flavor_list_output_reads_as_it_is() -> None:
     }
     (flavor,) = parse_catalog([entry], "t").flavors
     assert flavor.extra_specs == {"hw:cpu_policy": "dedicated", "resources:VGPU": "1"}
-    assert requested(entry) == {"VGPU": 1, "cpu": 2, "memory": 2048 * MiB}
+    assert requested(entry) == {"VGPU": 1, "PCPU": 2, "memory": 2048 * MiB}
 
 
 def test_the_demo_catalog() -> None:
     catalog = load_catalog(None)
     names = [f.name for f in catalog.flavors]
-    assert len(names) == 23
+    assert len(names) == 28
     assert names[:3] == ["g_c1_m4", "g_c2_m8", "g_c4_m16"]
-    assert {n.split("_")[0] for n in names} == {"g", "c", "m", "hana"}
+    assert {n.split("_")[0] for n in names} == {"g", "c", "m", "hana", "p"}
+    # As a region's: HANA flavors require the HANA hosts' trait, pinned ones ask for
+    # dedicated cores on the pinned aggregate; the others ask for nothing special.
+    specs = {f.name: dict(f.extra_specs) for f in catalog.flavors}
+    hana = {"trait:CUSTOM_HANA_EXCLUSIVE_HOST": "required"}
+    pinned = {"hw:cpu_policy": "dedicated", "aggregate_instance_extra_specs:pinned": "true"}
+    assert {n for n, s in specs.items() if s == hana} == {"hana_c32_m512", "hana_c64_m1024"}
+    assert [n for n, s in specs.items() if s == pinned] == [
+        "p_c2_m8", "p_c4_m16", "p_c8_m32", "p_c16_m64", "p_c32_m128"
+    ]  # fmt: skip
+    assert sum(s == {} for s in specs.values()) == 21
     flavor = catalog.get("m_c64_m512")
     assert flavor is not None
     assert dict(flavor.resources) == {"cpu": 64, "memory": 512 * GiB}
@@ -135,8 +144,12 @@ def test_files(tmp_path: Path) -> None:
             "resources:VGPU': expected a plain value",
         ),
         (
-            [{"name": "a", "vcpus": 1, "ram": 1, "properties": {"resources1:VGPU": 1}}],
-            "granular resource groups are not supported",
+            [{"name": "a", "vcpus": 1, "ram": 1, "properties": {"hw:cpu_policy": "pinned"}}],
+            "a: hw:cpu_policy='pinned': expected one of shared, dedicated, mixed",
+        ),
+        (
+            [{"name": "a", "vcpus": 1, "ram": 1, "properties": {"trait:X": "yes"}}],
+            "a: trait:X='yes': expected a trait name = required or forbidden",
         ),
         (
             [{"name": "a", "vcpus": 1, "ram": 1, "properties": {"resources:": 1}}],
@@ -172,3 +185,13 @@ def test_unreadable_files(tmp_path: Path) -> None:
     broken_json.write_text("{")
     with pytest.raises(FlavorError, match="not valid JSON or YAML"):
         load_catalog(broken_json)
+
+
+def test_granular_flavors_are_loaded_and_not_judged() -> None:
+    catalog = parse_catalog(
+        [{"name": "a", "vcpus": 2, "ram": 1024, "properties": {"resources1:VGPU": 1}}], "test"
+    )
+    (flavor,) = catalog.flavors
+    assert dict(flavor.resources) == {"cpu": 2, "memory": 1024 * MiB}
+    assert flavor.demand.unjudged is not None
+    assert "resources1:VGPU" in flavor.demand.unjudged

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.domain import fleet, slots
+from gateway.domain.demand import Demand
 from gateway.domain.ledger import Entry, Ledger
 from gateway.domain.parse import parse_hypervisor
 from gateway.domain.records import Hypervisor, View
@@ -79,7 +80,10 @@ def test_carried_totals_equal_a_recount(
         counted.undo()
 
 
-FLAVORS = {"small": {"cpu": Decimal(2)}, "big": {"cpu": Decimal(16), "memory": Decimal(2**34)}}
+FLAVORS = {
+    "small": Demand.of_amounts({"cpu": Decimal(2)}),
+    "big": Demand.of_amounts({"cpu": Decimal(16), "memory": Decimal(2**34)}),
+}
 
 
 @given(steps, st.sampled_from(list(View)), st.sampled_from(GROUPINGS))

@@ -1,4 +1,4 @@
-"""Instance slots per host and per group, in each view (domain brief, section 4)."""
+"""Instance slots per host and per group, in each view (domain brief, sections 4 and 8)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gateway.domain import slots
+from gateway.domain.demand import Demand
 from gateway.domain.fleet import Grouping
 from gateway.domain.parse import parse_hypervisor
 from gateway.domain.records import Basis, Hypervisor, View
@@ -15,7 +16,8 @@ from tests.objects import consumer, hypervisor, uuid_of
 
 GiB = 2**30
 #: 4 cores and 16 GiB, a g_c4_m16.
-REQUEST = {"cpu": Decimal(4), "memory": Decimal(16 * GiB)}
+REQUEST = Demand.of_amounts({"cpu": Decimal(4), "memory": Decimal(16 * GiB)})
+READY = [{"type": "Ready", "status": "True"}]
 
 
 def host(
@@ -29,6 +31,7 @@ def host(
     if overcommit:
         spec["overcommit"] = overcommit
     labels = {"topology.kubernetes.io/zone": zone}
+    status = None if status is None else {"conditions": READY, **status}
     return parse_hypervisor(hypervisor(name, labels=labels, spec=spec, status=status))
 
 
@@ -50,8 +53,8 @@ BLIND = host("blind", None, {"capacity": {"cpu": 32, "memory": "128Gi"}}, zone="
 
 
 def count(h: Hypervisor, view: View = View.AVAILABLE, **request: Any) -> int | None:
-    amounts = {k: Decimal(v) for k, v in request.items()} if request else REQUEST
-    return slots.host_slots(h, amounts, view).slots
+    amounts = {k: Decimal(v) for k, v in request.items()}
+    return slots.host_slots(h, Demand.of_amounts(amounts) if request else REQUEST, view).slots
 
 
 def test_slots_are_the_smallest_quotient() -> None:
@@ -115,7 +118,7 @@ def test_groups_sum_and_count() -> None:
 
 def test_a_full_group_has_zero_slots_not_unknown() -> None:
     full = host("full", [consumer(uuid_of(1), {"cpu": 16})], {"capacity": {"cpu": 16}})
-    (group,) = slots.slot_groups([full], {"cpu": Decimal(1)}, Grouping.NONE)
+    (group,) = slots.slot_groups([full], Demand.of_amounts({"cpu": Decimal(1)}), Grouping.NONE)
     assert (group.slots, group.hosts_with_room, group.hosts_unknown) == (0, 0, 0)
 
 
@@ -128,11 +131,26 @@ def test_a_full_group_has_zero_slots_not_unknown() -> None:
 )
 def test_bad_requests(request_: dict[str, Decimal], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        slots.slot_groups([TRACKED], request_, Grouping.NONE)
+        slots.slot_groups([TRACKED], Demand.of_amounts(request_), Grouping.NONE)
 
 
 def test_an_amount_below_min_unit_gives_no_slots() -> None:
     """0 cores, or half a MiB, is below Placement's min_unit: it fits nowhere."""
     for request_ in ({"cpu": Decimal(0)}, {"memory": Decimal(2**19)}):
-        (group,) = slots.slot_groups([TRACKED], request_, Grouping.NONE)
+        (group,) = slots.slot_groups([TRACKED], Demand.of_amounts(request_), Grouping.NONE)
         assert (group.slots, group.hosts_with_room) == (0, 0)
+
+
+def test_memory_judged_on_bookings_is_counted_in_placement_mib() -> None:
+    """Placement's MEMORY_MB total is the physical bytes truncated to MiB, and the ratio
+    applies to that: 1024.9 MiB x 4 is 4096 MiB to Placement, 4099.6 MiB in bytes. A
+    241 MiB request fits 16 times in Placement's figure, 17 times in the bytes."""
+    physical = 1_074_685_542  # 1024.9 MiB
+    status = {"capacity": {"memory": physical}, "allocation": {"memory": 0}}
+    tracked = host("t", [], status, overcommit={"memory": 4})
+    untracked = host("u", None, status, overcommit={"memory": 4})
+    request = {"memory": 241 * 2**20}
+    assert count(tracked, View.BOOKINGS, **request) == 16
+    assert count(tracked, View.AVAILABLE, **request) == 16  # judged on its bookings
+    assert count(tracked, View.ALLOCATION, **request) == 17  # libvirt's view, in bytes
+    assert count(untracked, View.AVAILABLE, **request) == 17

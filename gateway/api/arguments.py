@@ -20,7 +20,7 @@ from graphql import GraphQLError
 
 from gateway.api import pagination
 from gateway.api.pagination import Cursor, CursorError
-from gateway.api.scalars import QUANTITY_DESCRIPTION, Quantity
+from gateway.api.scalars import QUANTITY_DESCRIPTION, Count, Quantity
 from gateway.domain.quantity import QuantityError, format_quantity, parse_quantity
 from gateway.domain.selector import Matcher, SelectorError, parse_selector
 
@@ -104,6 +104,12 @@ def _same(value: Any) -> Any:
     return value
 
 
+def parse_count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise GraphQLError(f"Count must be a whole number >= 0, got {value!r}")
+    return value
+
+
 #: The schema's ``scalar_map``.
 SCALARS: dict[object, Any] = {
     Quantity: strawberry.scalar(
@@ -111,6 +117,14 @@ SCALARS: dict[object, Any] = {
         description=QUANTITY_DESCRIPTION,
         serialize=format_quantity,
         parse_value=parse_amount,
+    ),
+    Count: strawberry.scalar(
+        name="Count",
+        description="A count of instances or hosts, as a JSON integer of any size: slot counts "
+        "of a large fleet exceed Int's 32 bits. Clients should map it to a type that holds "
+        "integers exactly beyond 2^53 (JavaScript: bigint, or number while below 2^53).",
+        serialize=int,
+        parse_value=parse_count,
     ),
     Cursor: strawberry.scalar(
         name="Cursor",

@@ -2,8 +2,8 @@
 ``Query.flavors``).
 
 The numbers come from :mod:`gateway.domain.slots`; this module turns the arguments into a
-request (explicit amounts, or a catalog flavor's) and says clearly what is wrong
-with them.
+request (explicit amounts, or a catalog flavor's as Nova builds it) and says clearly
+what is wrong with them.
 """
 
 from collections.abc import Sequence
@@ -15,16 +15,17 @@ from graphql import GraphQLError
 from strawberry.types import Info
 
 from gateway.api.context import Context
-from gateway.api.enums import CapacityBasis, CapacityView, FleetGrouping
+from gateway.api.eligibility import catalog_flavor
+from gateway.api.enums import CapacityBasis, CapacityView, ExclusionReason, FleetGrouping
 from gateway.api.filters import HypervisorFilter, ResourceRequest, apply_filter
 from gateway.api.objects import Hypervisor
-from gateway.api.scalars import KeyValue, ResourceAmount, amounts, pairs
+from gateway.api.scalars import Count, KeyValue, ResourceAmount, amounts, pairs
 from gateway.domain import flavors
 from gateway.domain import slots as counted
+from gateway.domain.demand import Demand
 from gateway.domain.fleet import group_keys
-from gateway.domain.records import Amounts
 
-__all__ = ["Flavor", "SlotGroup", "flavor_slots"]
+__all__ = ["Exclusion", "Flavor", "SlotGroup", "flavor_slots"]
 
 GroupByArg = Annotated[
     FleetGrouping, strawberry.argument(description="Grouping (default NONE: one group).")
@@ -43,25 +44,47 @@ SlotFilterArg = Annotated[
         "and overcommitted conditions."
     ),
 ]
+ProjectArg = Annotated[
+    str | None,
+    strawberry.argument(
+        description="The OpenStack project that would boot the instances: hosts whose "
+        "spec.allowedProjects lists it are eligible. Without it, restricted hosts are not "
+        "(PROJECT_RESTRICTED): they are not free for everyone."
+    ),
+]
 
 
 @strawberry.type(description="The slots of one hypervisor.")
 class HostSlots:
     hypervisor: Hypervisor = strawberry.field(description="The hypervisor.")
-    slots: int | None = strawberry.field(
-        description="Instances of the size that still fit: min over the requested resources of "
-        "floor(figure / amount); 0 when a figure is negative or the request does not fit at "
-        "all (min_unit, max_unit); null when a figure it needs is unknown."
+    slots: Count | None = strawberry.field(
+        description="Instances that the scheduler could still place here: min over the "
+        "requested resources of floor(figure / amount); 0 when the host is excluded (reason), "
+        "a figure is negative or the request does not fit at all (min_unit, max_unit); null "
+        "when a figure it needs is unknown."
     )
 
     basis: CapacityBasis | None = strawberry.field(
-        description="The view the figures came from; null when unknown."
+        description="The view the figures came from; null when unknown or excluded."
+    )
+    reason: ExclusionReason | None = strawberry.field(
+        description="The first rule that excludes the host (Hypervisor.eligibility lists "
+        "all); null when the scheduler could use it."
     )
 
 
+@strawberry.type(description="Hosts of a group left out of the slots for one reason.")
+class Exclusion:
+    reason: ExclusionReason = strawberry.field(description="The first rule they fail.")
+    hosts: int = strawberry.field(description="How many hosts (at least 1).")
+
+
 @strawberry.type(
-    description="How many more instances of one size fit in a group of hypervisors (a zone, "
-    "region, aggregate, building block, or all): the question Placement cannot answer."
+    description="How many more instances of one size the scheduler could place in a group of "
+    "hypervisors (a zone, region, aggregate, building block, or all), counting only the "
+    "hosts it would use. Every host of the group is in exactly one of: hostsWithRoom, "
+    "eligible without room, hostsUnknown, excluded: hosts = hostsWithRoom + (eligible "
+    "without room) + hostsUnknown + sum(excluded.hosts)."
 )
 class SlotGroup:
     key: str | None = strawberry.field(
@@ -71,24 +94,34 @@ class SlotGroup:
     flavor: str | None = strawberry.field(
         description="The catalog flavor counted; null for an explicit request."
     )
-    slots: int | None = strawberry.field(
-        description="Sum of the known per-host slots; null when no host could be judged."
+    slots: Count | None = strawberry.field(
+        description="Sum of the known per-host slots (0 on an excluded host); null when no "
+        "host of the group could be judged or was excluded."
     )
-    allocation_slots: int | None = strawberry.field(
+    allocation_slots: Count | None = strawberry.field(
         description="The part of slots judged on libvirt's allocation (in the AVAILABLE view "
         "the hosts whose bookings are not tracked, in ALLOCATION all): an estimate Placement "
         "does not share; null when no host was judged on it."
     )
-    hosts_with_room: int = strawberry.field(description="Hosts with at least one slot.")
+    hosts_with_room: int = strawberry.field(description="Eligible hosts with at least one slot.")
     hosts_unknown: int = strawberry.field(
-        description="Hosts whose needed figures are unknown: left out of slots."
+        description="Eligible hosts whose needed figures are unknown (or every eligible host, "
+        "for a flavor that cannot be judged): left out of slots."
     )
+    project: str | None = strawberry.field(description="The project asked for, if any.")
 
     view: CapacityView = strawberry.field(description="The view the slots were counted in.")
 
     @strawberry.field(description="What one instance requests, in base units.")
     def request(self, root: strawberry.Parent[counted.SlotGroup]) -> list[ResourceAmount]:
         return amounts(root.request)
+
+    @strawberry.field(
+        description="Hosts of the group the scheduler would not use, per first reason, in "
+        "the order of the rules; reasons that exclude no host are left out."
+    )
+    def excluded(self, root: strawberry.Parent[counted.SlotGroup]) -> list[Exclusion]:
+        return [Exclusion(reason=reason, hosts=hosts) for reason, hosts in root.excluded]
 
     @strawberry.field(description="Hosts in the group.")
     def hosts(self, root: strawberry.Parent[counted.SlotGroup]) -> int:
@@ -100,10 +133,12 @@ class SlotGroup:
 
 
 @strawberry.type(
-    description="A flavor of the catalog (serve --flavors). It requests cpu = vcpus and memory "
-    "= ram MiB in bytes; extra specs resources:CLASS=N request CLASS (resources:VCPU and "
-    "resources:MEMORY_MB replace vcpus and ram, N = 0 requests none); disk is not requested "
-    "unless resources:DISK_GB says so."
+    description="A flavor of the catalog (serve --flavors), and what Nova asks Placement for "
+    "it: cpu = vcpus and memory = ram MiB in bytes; hw:cpu_policy=dedicated asks PCPU "
+    "(pinned cores) instead of cpu, mixed the masked CPUs as PCPU; resources:CLASS=N "
+    "requests CLASS (VCPU and MEMORY_MB replace vcpus and ram, N = 0 requests none); "
+    "trait:NAME=required/forbidden and aggregate_instance_extra_specs:KEY=VALUE limit the "
+    "hosts. disk is not requested unless resources:DISK_GB says so."
 )
 class Flavor:
     name: str = strawberry.field(description="Flavor name.")
@@ -115,9 +150,39 @@ class Flavor:
     def extra_specs(self, root: strawberry.Parent[flavors.Flavor]) -> list[KeyValue]:
         return pairs(root.extra_specs)
 
-    @strawberry.field(description="What one instance of the flavor requests, in base units.")
+    @strawberry.field(
+        description="What one instance of the flavor requests, in base units, as Nova "
+        "translates it (PCPU where the CPUs are pinned)."
+    )
     def resources(self, root: strawberry.Parent[flavors.Flavor]) -> list[ResourceAmount]:
         return amounts(root.resources)
+
+    @strawberry.field(description="Traits a host must have (trait:NAME=required), sorted.")
+    def required_traits(self, root: strawberry.Parent[flavors.Flavor]) -> list[str]:
+        return sorted(root.demand.required)
+
+    @strawberry.field(description="Traits a host must not have (trait:NAME=forbidden), sorted.")
+    def forbidden_traits(self, root: strawberry.Parent[flavors.Flavor]) -> list[str]:
+        return sorted(root.demand.forbidden)
+
+    @strawberry.field(
+        description="aggregate_instance_extra_specs: metadata a host's aggregates must match "
+        "(value: plain text, or an operator such as <in>, <or>, s==, >=)."
+    )
+    def aggregate_specs(self, root: strawberry.Parent[flavors.Flavor]) -> list[KeyValue]:
+        return pairs(dict(root.demand.aggregate_specs))
+
+    @strawberry.field(
+        description="Whether its slots can be judged host by host; false for a flavor with "
+        "granular request groups (resourcesN:, traitN:), which several providers may satisfy "
+        "together: its slots are then null and every eligible host unknown."
+    )
+    def judged(self, root: strawberry.Parent[flavors.Flavor]) -> bool:
+        return root.demand.unjudged is None
+
+    @strawberry.field(description="Why the flavor cannot be judged; null when it can.")
+    def reason(self, root: strawberry.Parent[flavors.Flavor]) -> str | None:
+        return root.demand.unjudged
 
     @strawberry.field(
         description="Slots of this flavor per group: with Query.flavors, what still fits per "
@@ -130,8 +195,9 @@ class Flavor:
         filter: SlotFilterArg = None,
         group_by: GroupByArg = FleetGrouping.NONE,
         view: ViewArg = CapacityView.AVAILABLE,
+        project: ProjectArg = None,
     ) -> list[SlotGroup]:
-        return _groups(info, root.resources, filter, group_by, view, root.name)  # type: ignore[return-value]
+        return _groups(info, root.demand, filter, group_by, view, root.name, project)  # type: ignore[return-value]
 
 
 def flavor_slots(
@@ -141,54 +207,50 @@ def flavor_slots(
     where: HypervisorFilter | None,
     group_by: FleetGrouping,
     view: CapacityView,
+    project: str | None,
 ) -> list[counted.SlotGroup]:
     """``Query.slots``: exactly one of an explicit request and a catalog flavor."""
     if (request is None) == (flavor is None):
         raise GraphQLError("slots needs exactly one of request and flavor", extensions=_BAD)
     if flavor is not None:
-        found = info.context.catalog.get(flavor)
-        if found is None:
-            raise GraphQLError(_unknown(info.context.catalog, flavor), extensions=_UNKNOWN)
-        return _groups(info, found.resources, where, group_by, view, found.name)
+        found = catalog_flavor(info.context.catalog, flavor)
+        return _groups(info, found.demand, where, group_by, view, found.name, project)
     total: dict[str, Decimal] = {}
     for r in request or ():
         if r.resource in total:
             raise GraphQLError(f"slots request names {r.resource} twice", extensions=_BAD)
         total[r.resource] = r.amount
-    return _groups(info, total, where, group_by, view, None)
+    return _groups(info, Demand.of_amounts(total), where, group_by, view, None, project)
 
 
-_UNKNOWN = {"code": "UNKNOWN_FLAVOR"}
 _BAD = {"code": "BAD_SLOTS_REQUEST"}
-
-
-def _unknown(catalog: flavors.Catalog, name: str) -> str:
-    if not catalog.flavors:
-        return f"unknown flavor {name!r}: no flavor catalog is loaded (serve --flavors FILE)"
-    return f"unknown flavor {name!r}: Query.flavors lists the {len(catalog.flavors)} known ones"
 
 
 def _groups(
     info: Info[Context, None],
-    request: Amounts,
+    demand: Demand,
     where: HypervisorFilter | None,
     grouping: FleetGrouping,
     view: CapacityView,
     flavor: str | None,
+    project: str | None,
 ) -> list[counted.SlotGroup]:
-    snapshot, catalog = info.context.snapshot, info.context.catalog
-    if where is None and flavor is not None and catalog.get(flavor) is not None:
+    context = info.context
+    snapshot, catalog = context.snapshot, context.catalog
+    if where is None and project is None and flavor is not None and catalog.get(flavor):
         # The whole fleet's slots of every catalog flavor are kept per change.
-        requests = [(f.name, f.resources) for f in catalog.flavors]
+        requests = [(f.name, f.demand) for f in catalog.flavors]
         tally = counted.SlotTally.of(requests, view, grouping)
         keys = group_keys(grouping)
         return counted.read_groups(
-            info.context.ledger(tally),
+            context.ledger(tally),
             flavor,
             lambda key: [h for h in snapshot.ordered if key in keys(h)],
         )
-    hosts = apply_filter(snapshot, where)
+    hosts = apply_filter(snapshot, where, catalog)
+    if context.budget is not None:
+        context.budget.scan()
     try:
-        return counted.slot_groups(hosts, request, grouping, view, flavor)
+        return counted.slot_groups(hosts, demand, grouping, view, flavor, project)
     except ValueError as error:
         raise GraphQLError(f"slots: {error}", extensions=_BAD) from error

@@ -87,6 +87,9 @@ HOST_LISTS = (
 SCANS: dict[str, frozenset[str] | None] = {
     "hypervisors": frozenset({"filter", "orderBy"}),
     "fleetCapacity": frozenset({"filter"}),
+    # A catalog flavor's slots over the fleet are kept; a request's, a filter's or a
+    # project's are counted host by host.
+    "slots": frozenset({"filter", "project", "request"}),
     "placementProvider": None,  # always
 }
 #: Root fields that scan every consumer, given these arguments: their UUID order is kept.

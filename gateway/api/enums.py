@@ -17,10 +17,10 @@ from enum import Enum
 import strawberry
 from strawberry.types.enum import has_enum_definition
 
-from gateway.domain import fleet
+from gateway.domain import eligibility, fleet
 from gateway.domain import records as domain
 
-__all__ = ["CapacityBasis", "CapacityView", "FleetGrouping", "MembershipSource"]
+__all__ = ["CapacityBasis", "CapacityView", "ExclusionReason", "FleetGrouping", "MembershipSource"]
 
 
 def _expose(cls: type[Enum], name: str, description: str, values: Mapping[str, str]) -> None:
@@ -82,5 +82,27 @@ _expose(
         "are tracked, else unallocated).",
         "BOOKINGS": "Placement's view (free); a host whose bookings are not tracked is unknown.",
         "ALLOCATION": "libvirt's view (unallocated), as Cortex's filter judges.",
+    },
+)
+
+ExclusionReason = eligibility.Reason
+_expose(
+    ExclusionReason,
+    "ExclusionReason",
+    "Why the scheduler would not place a flavor on a host, in the order the rules are "
+    "checked; a host failing several is counted under the first.",
+    {
+        "NOT_READY": "Its Ready condition is not True (or it has no status): the compute "
+        "service is down.",
+        "DISABLED": "spec.maintenance is set or the host is evicted: the operator disables "
+        "the compute service and Nova forbids COMPUTE_STATUS_DISABLED on every request.",
+        "PROJECT_RESTRICTED": "spec.allowedProjects does not list the project asked for (with "
+        "no project given, a restricted host is free for nobody in general).",
+        "MISSING_TRAIT": "The flavor requires a trait (trait:NAME=required) the host lacks.",
+        "FORBIDDEN_TRAIT": "The flavor forbids a trait (trait:NAME=forbidden) the host has.",
+        "ISOLATED_AGGREGATE": "An aggregate of the host takes only flavors requiring a trait "
+        "(metadata trait:NAME=required) that this flavor does not require.",
+        "AGGREGATE_MISMATCH": "An aggregate_instance_extra_specs:KEY of the flavor is not "
+        "matched by the metadata of the host's aggregates.",
     },
 )

@@ -10,11 +10,13 @@ import strawberry
 from graphql import GraphQLError
 
 from gateway.api.arguments import UUID, LabelSelector, ResourceName
+from gateway.api.eligibility import catalog_flavor
 from gateway.api.enums import CapacityView
 from gateway.api.pagination import Position
 from gateway.api.scalars import Quantity
-from gateway.domain import capacity
+from gateway.domain import capacity, slots
 from gateway.domain import records as domain
+from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.store.ordered import Mapped
 from gateway.store.snapshot import Snapshot
 
@@ -82,6 +84,18 @@ class HypervisorFilter:
         "capacity has a non-negative figure (false); hosts whose figures are unknown match "
         "neither.",
     )
+    fits_flavor: str | None = strawberry.field(
+        default=None,
+        description="The scheduler could place at least one more instance of this catalog "
+        "flavor here: the host is eligible for it (Hypervisor.eligibility, with project) and "
+        "has a slot in the view. Unknown flavors fail (UNKNOWN_FLAVOR).",
+    )
+    project: str | None = strawberry.field(
+        default=None,
+        description="Open to this OpenStack project: spec.allowedProjects is empty or lists it. "
+        "With fitsFlavor, the project the instances would be booted for. (projectId instead "
+        "selects hosts where the project has bookings.)",
+    )
     bookings_tracked: bool | None = strawberry.field(
         default=None, description="spec.bookings is present."
     )
@@ -135,14 +149,17 @@ class HypervisorOrder:
     )
 
 
-def apply_filter(snapshot: Snapshot, where: HypervisorFilter | None) -> Sequence[domain.Hypervisor]:
-    """The hypervisors of ``snapshot`` that match, in name order.
+def apply_filter(
+    snapshot: Snapshot, where: HypervisorFilter | None, catalog: Catalog = NO_CATALOG
+) -> Sequence[domain.Hypervisor]:
+    """The hypervisors of ``snapshot`` that match, in name order; ``catalog`` holds the
+    flavors the filter may name.
 
     Starts from the narrowest index the filter allows, then checks the rest.
     """
     if where is None:
         return snapshot.ordered
-    predicate = compile_filter(where)
+    predicate = compile_filter(where, catalog)
     return snapshot.selection(_key(where), predicate, _candidates(snapshot, where))
 
 
@@ -172,15 +189,15 @@ def _key(value: Any) -> Hashable:
     return value  # type: ignore[no-any-return]
 
 
-def compile_filter(where: HypervisorFilter | None) -> Predicate:
+def compile_filter(where: HypervisorFilter | None, catalog: Catalog = NO_CATALOG) -> Predicate:
     """A predicate for one hypervisor; raises GraphQLError for a malformed filter."""
     if where is None:
         return lambda h: True
-    predicates = list(_predicates(where))
+    predicates = list(_predicates(where, catalog))
     return lambda h: all(p(h) for p in predicates)
 
 
-def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:
+def _predicates(where: HypervisorFilter, catalog: Catalog) -> Iterable[Predicate]:
     if where.names is not None:
         names = set(where.names)
         yield lambda h: h.name in names
@@ -206,6 +223,11 @@ def _predicates(where: HypervisorFilter) -> Iterable[Predicate]:
         yield lambda h: capacity.fits(h, request, view)
     if (overcommitted := where.overcommitted) is not None:
         yield lambda h: h.overcommitted_in(view) is overcommitted
+    if where.fits_flavor is not None:
+        demand, asking = catalog_flavor(catalog, where.fits_flavor).demand, where.project
+        yield lambda h: bool(slots.host_slots(h, demand, view, asking).slots)
+    elif (asking := where.project) is not None:
+        yield lambda h: not h.allowed_projects or asking in h.allowed_projects
     for flag in ("ready", "bookings_tracked", "has_status"):
         if (wanted := getattr(where, flag)) is not None:
             yield lambda h, f=flag, w=wanted: getattr(h, f) is w  # type: ignore[misc]

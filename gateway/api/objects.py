@@ -13,6 +13,8 @@ import strawberry
 from strawberry.types import Info
 
 from gateway.api.context import Context
+from gateway.api.eligibility import Eligibility, catalog_flavor, eligibility
+from gateway.api.enums import CapacityView
 from gateway.api.hosttypes import DomainCapabilities, HostCapabilities, UpdateStatus
 from gateway.api.scalars import (
     Aggregate,
@@ -348,3 +350,28 @@ class Hypervisor:
     @strawberry.field(description="This hypervisor as a Placement resource provider.")
     def placement(self, root: strawberry.Parent[domain.Hypervisor]) -> PlacementProvider:
         return root  # type: ignore[return-value]
+
+    @strawberry.field(
+        description="Whether the scheduler would place instances of a catalog flavor here, every "
+        "rule that excludes the host, and how many more fit (unknown flavors fail with "
+        "UNKNOWN_FLAVOR)."
+    )
+    def eligibility(
+        self,
+        root: strawberry.Parent[domain.Hypervisor],
+        info: Info[Context, None],
+        flavor: Annotated[str, strawberry.argument(description="A flavor of the catalog.")],
+        project: Annotated[
+            str | None,
+            strawberry.argument(
+                description="The project that would boot it (admits hosts whose "
+                "spec.allowedProjects lists it)."
+            ),
+        ] = None,
+        view: Annotated[
+            CapacityView,
+            strawberry.argument(description="The figure slots divide (default AVAILABLE)."),
+        ] = CapacityView.AVAILABLE,
+    ) -> Eligibility:
+        found = catalog_flavor(info.context.catalog, flavor)
+        return eligibility(root, found, project, view)

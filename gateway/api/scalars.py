@@ -18,6 +18,8 @@ from gateway.domain import capacity
 from gateway.domain import records as domain
 
 Quantity = NewType("Quantity", Decimal)
+#: Instances or hosts counted, beyond 32 bits (the Count scalar).
+Count = NewType("Count", int)
 
 QUANTITY_DESCRIPTION = (
     "An exact decimal amount, as a JSON string of plain digits: cpu in cores, memory in "

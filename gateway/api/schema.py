@@ -162,7 +162,8 @@ class Query:
         first: FirstArg = None,
         after: AfterArg = None,
     ) -> Connection[Hypervisor]:
-        hosts, keys = ordered(apply_filter(info.context.snapshot, filter), order_by)
+        context = info.context
+        hosts, keys = ordered(apply_filter(context.snapshot, filter, context.catalog), order_by)
         return paginate(
             hosts,
             keys,
@@ -225,12 +226,18 @@ class Query:
         ] = FleetGrouping.NONE,
     ) -> list[FleetGroup]:
         context = info.context
-        return fleet_groups(context.snapshot, filter, group_by, context.ledger)  # type: ignore[return-value]
+        return fleet_groups(  # type: ignore[return-value]
+            context.snapshot, filter, group_by, context.ledger, context.catalog
+        )
 
     @strawberry.field(
-        description="How many more instances of one size fit, per group (domain brief, section "
-        "4): give exactly one of request (explicit amounts) and flavor (a catalog name). For "
-        "every catalog flavor at once, ask flavors { name slots(groupBy: ...) { ... } }."
+        description="How many more instances of one size the scheduler could place, per group: "
+        "per host the smallest floor(free figure / requested amount) over the requested "
+        "resources, counted only on the hosts Nova would use (ready, not disabled, open to the "
+        "project, with the flavor's traits and aggregates; SlotGroup.excluded says how many "
+        "were left out and why). Give exactly one of request (explicit amounts: only readiness, "
+        "disabling and the project apply) and flavor (a catalog name, as Nova requests it). "
+        "For every catalog flavor at once, ask flavors { name slots(groupBy: ...) { ... } }."
     )
     def slots(
         self,
@@ -256,8 +263,16 @@ class Query:
                 "ALLOCATION. Independent of filter.view."
             ),
         ] = CapacityView.AVAILABLE,
+        project: Annotated[
+            str | None,
+            strawberry.argument(
+                description="The OpenStack project that would boot the instances: hosts whose "
+                "spec.allowedProjects lists it are eligible; without it, restricted hosts "
+                "are not (PROJECT_RESTRICTED)."
+            ),
+        ] = None,
     ) -> list[SlotGroup]:
-        groups = flavor_slots(info, request, flavor, filter, group_by, view)
+        groups = flavor_slots(info, request, flavor, filter, group_by, view, project)
         return groups  # type: ignore[return-value]
 
     @strawberry.field(

@@ -19,6 +19,7 @@ from gateway.api.objects import Consumer, Hypervisor, consumer_view
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
+from gateway.domain.flavors import Catalog
 from gateway.store.snapshot import ChangeType as StoreChangeType
 from gateway.store.snapshot import Snapshot
 
@@ -56,7 +57,7 @@ class Subscription:
             HypervisorFilter | None, strawberry.argument(description="Hosts to watch.")
         ] = None,
     ) -> AsyncGenerator[HypervisorChange, None]:
-        matches = compile_filter(filter)
+        matches = compile_filter(filter, info.context.catalog)
         async for change in info.context.feed.changes(on_lag=info.context.cut_off):
             before = change.previous is not None and matches(change.previous)
             after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
@@ -96,7 +97,7 @@ class Subscription:
     ) -> AsyncGenerator[list[FleetGroup], None]:
         previous = None
         async for snapshot in info.context.feed.snapshots(info.context.coalesce_interval):
-            groups = await shared_groups(snapshot, filter, group_by)
+            groups = await shared_groups(snapshot, filter, group_by, info.context.catalog)
             signature = [(g.key, g.resources) for g in groups]
             if signature != previous:
                 previous = signature
@@ -111,7 +112,7 @@ _totals = weakref.WeakKeyDictionary()
 
 
 async def shared_groups(
-    snapshot: Snapshot, where: HypervisorFilter | None, group_by: FleetGrouping
+    snapshot: Snapshot, where: HypervisorFilter | None, group_by: FleetGrouping, catalog: Catalog
 ) -> Totals:
     """fleet_groups, computed once per snapshot, filter and grouping for every subscriber.
 
@@ -132,7 +133,7 @@ async def shared_groups(
             found.set_result(fleet_groups(snapshot, None, group_by))
         else:
             found = asyncio.ensure_future(
-                asyncio.to_thread(fleet_groups, snapshot, where, group_by)
+                asyncio.to_thread(fleet_groups, snapshot, where, group_by, None, catalog)
             )
         per_snapshot[key] = found
     return await asyncio.shield(found)  # one subscriber leaving does not cancel the others'

@@ -9,6 +9,7 @@ from gateway.api.enums import FleetGrouping
 from gateway.api.filters import HypervisorFilter, apply_filter
 from gateway.api.scalars import Quantity
 from gateway.domain import fleet
+from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.domain.ledger import Ledger, Tally
 from gateway.store.snapshot import Snapshot
 
@@ -102,15 +103,16 @@ def fleet_groups(
     where: HypervisorFilter | None,
     group_by: FleetGrouping | None,
     ledger: Callable[[Tally], Ledger] | None = None,
+    catalog: Catalog = NO_CATALOG,
 ) -> list[fleet.FleetGroup]:
     """Totals of the hosts ``where`` selects in ``snapshot``, grouped.
 
     The whole fleet's are kept per change (the snapshot's ledger, read through
     ``ledger`` when given: a query's context); a filter's hosts are counted for the
-    question.
+    question (``catalog``: the flavors it may name).
     """
     grouping = group_by or FleetGrouping.NONE
     if where is None:
         sums = (ledger or snapshot.ledger)(fleet.tally(grouping))
         return fleet.fleet_groups(sums, grouping)
-    return fleet.fleet_capacity(apply_filter(snapshot, where), grouping)
+    return fleet.fleet_capacity(apply_filter(snapshot, where, catalog), grouping)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 
 from gateway.domain.quantity import CONTEXT
@@ -29,6 +29,7 @@ __all__ = [
     "admits",
     "compute_resources",
     "fits",
+    "judged",
     "placement_inventories",
     "placement_usages",
     "resource_class",
@@ -121,24 +122,66 @@ def fits(
     Every requested resource must admit its amount (:func:`admits`); unknown never
     fits: in the BOOKINGS view, an untracked host never does.
     """
-    figure = figure_of(view)
+    judge = judged(view)
     for name, amount in request.items():
         resource = hypervisor.resources.get(name)
-        if resource is None or not admits(resource, amount, figure(resource)):
+        if resource is None:
+            return False
+        figure, maximum = judge(resource, hypervisor.bookings_tracked)
+        if not admits(resource.name, amount, figure, maximum):
             return False
     return True
 
 
-def admits(resource: ResourceCapacity, amount: Decimal, figure: Decimal | None) -> bool | None:
-    """Whether ``min_unit <= amount <= max_unit`` and ``amount <= figure``, the view's
-    figure of ``resource``; None when the figure or the physical total is unknown.
+Bounds = tuple[Decimal | None, Decimal | None]
+
+
+def judged(view: View) -> Callable[[ResourceCapacity, bool], Bounds]:
+    """What a request is judged against in ``view``: (the free figure, max_unit), of a
+    resource of a host whose bookings are tracked or not; None where unknown.
+
+    Judged on bookings (the BOOKINGS view, or AVAILABLE on a tracked host), memory is
+    counted as Placement counts it, in whole MiB (section 6), so that a fit and a slot
+    are exactly Placement's: its total is the physical bytes truncated to MiB, and
+    the ratio applies to that. Elsewhere the figures are the base-unit ones.
+    """
+    figure = figure_of(view)
+    bookings = view is View.BOOKINGS
+    available = view is View.AVAILABLE
+
+    def bounds(resource: ResourceCapacity, tracked: bool) -> Bounds:
+        if resource.name == "memory" and (bookings or (available and tracked)):
+            return _placement_memory(resource)
+        return figure(resource), resource.physical
+
+    return bounds
+
+
+def _placement_memory(resource: ResourceCapacity) -> Bounds:
+    """Free memory and max_unit in bytes of whole MiB, from Placement's inventory."""
+    if resource.physical is None or resource.reserved is None or resource.booked is None:
+        return None, None
+    total = _to_placement("memory", resource.physical)
+    reserved = _to_placement("memory", resource.reserved)
+    free = CONTEXT.subtract(
+        _floor_capacity(total, reserved, resource.overcommit_ratio),
+        _to_placement("memory", resource.booked),
+    )
+    return CONTEXT.multiply(free, MEBIBYTE), CONTEXT.multiply(total, MEBIBYTE)
+
+
+def admits(
+    name: str, amount: Decimal, figure: Decimal | None, maximum: Decimal | None
+) -> bool | None:
+    """Whether ``min_unit <= amount <= max_unit`` and ``amount <= figure``, the free
+    figure of resource ``name``; None when the figure or max_unit is unknown.
 
     Domain brief, section 4: min_unit is one Placement unit (1 core, 1 MiB, 1 of
     anything else) and Nova sets max_unit to the physical total.
     """
-    if figure is None or resource.physical is None:
+    if figure is None or maximum is None:
         return None
-    return min_unit(resource.name) <= amount <= min(figure, resource.physical)
+    return min_unit(name) <= amount <= min(figure, maximum)
 
 
 def min_unit(name: str) -> Decimal:

@@ -7,15 +7,12 @@ A catalog file (``serve --flavors FILE``, YAML or JSON) lists flavors as
 keys are read case-insensitively, so ``openstack flavor list --long -f json``
 output works as it is.
 
-What a flavor requests, in the gateway's resource keys (domain brief, section 3):
-
-- ``vcpus`` -> ``cpu`` (cores); ``ram`` MiB -> ``memory`` in bytes (x 2^20);
-- ``resources:VCPU=N`` and ``resources:MEMORY_MB=N`` replace them, as in Nova;
-- every other ``resources:CLASS=N`` requests ``CLASS`` as it is (``VGPU``,
-  ``PCPU``, ``DISK_GB``, ``CUSTOM_*``: opaque amounts); N = 0 requests none of it;
-- ``disk`` is shown but not requested: no node agent reports a DISK_GB capacity,
-  so requesting it would make every host unknown. A flavor that must count its disk
-  says so with ``resources:DISK_GB``. It is never merged with a ``disk`` key.
+What a flavor requests is built as Nova builds it (:mod:`gateway.domain.demand`):
+resources with ``PCPU`` where the CPUs are pinned, required and forbidden traits,
+aggregate extra specs. ``disk`` is shown but not requested: no node agent reports a
+DISK_GB capacity, so requesting it would make every host unknown. A flavor that
+must count its disk says so with ``resources:DISK_GB``. A flavor with granular
+groups is loaded and reported as not judged, with the reason.
 
 A malformed catalog is rejected as a whole with the reason (:class:`FlavorError`),
 never loaded in part or as an empty catalog.
@@ -27,13 +24,13 @@ import dataclasses
 import json
 import re
 from collections.abc import Mapping
-from decimal import Decimal
 from importlib import resources as package_files
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from gateway.domain.demand import Demand, DemandError, flavor_demand
 from gateway.domain.records import Amounts
 
 __all__ = [
@@ -46,14 +43,10 @@ __all__ = [
     "parse_catalog",
 ]
 
-MEBIBYTE = 2**20
 #: The demo's catalog: general (g), compute (c) and memory (m) families, 1 to 64 vCPU.
 DEMO_CATALOG = "demo-flavors.yaml"
-_PREFIX = "resources:"
-_GRANULAR = re.compile(r"resources\d+:")
 _TEXT_PROPERTY = re.compile(r"\s*([^=,'\s]+)='([^']*)'\s*")
 _TEXT_PROPERTIES = re.compile(r"\s*[^=,'\s]+='[^']*'\s*(?:,\s*[^=,'\s]+='[^']*'\s*)*")
-_RENAMED = {"VCPU": "cpu", "MEMORY_MB": "memory"}
 
 
 class FlavorError(ValueError):
@@ -67,8 +60,13 @@ class Flavor:
     ram_mib: int
     disk_gb: int | None
     extra_specs: Mapping[str, str] = dataclasses.field(hash=False)
-    #: What one instance requests, in base units: the amounts slots divide by.
-    resources: Amounts = dataclasses.field(hash=False)
+    #: What one instance asks of a host, as Nova sends it to Placement.
+    demand: Demand
+
+    @property
+    def resources(self) -> Amounts:
+        """What one instance requests, in base units: the amounts slots divide by."""
+        return self.demand.amounts
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -129,12 +127,10 @@ def _flavor(entry: Any) -> Flavor:
         ram = _count(fields.get("ram"), "ram", minimum=1)
         disk = None if fields.get("disk") is None else _count(fields["disk"], "disk", minimum=0)
         specs = _specs(fields.get("properties", fields.get("extra_specs")))
-        requested = _resources(vcpus, ram, specs)
-        if not requested:
-            raise FlavorError("requests no resource at all")
-    except FlavorError as error:
+        demand = flavor_demand(vcpus, ram, specs)
+    except (FlavorError, DemandError) as error:
         raise FlavorError(f"{name}: {error}") from None
-    return Flavor(name, vcpus, ram, disk, specs, requested)
+    return Flavor(name, vcpus, ram, disk, specs, demand)
 
 
 def _count(value: Any, field: str, *, minimum: int) -> int:
@@ -162,20 +158,3 @@ def _specs(value: Any) -> dict[str, str]:
             raise FlavorError(f"properties: {key!r}: expected a plain value")
         specs[key] = str(spec).lower() if isinstance(spec, bool) else str(spec)
     return specs
-
-
-def _resources(vcpus: int, ram_mib: int, specs: Mapping[str, str]) -> dict[str, Decimal]:
-    requested = {"cpu": Decimal(vcpus), "memory": Decimal(ram_mib * MEBIBYTE)}
-    for key, value in specs.items():
-        if _GRANULAR.match(key):
-            raise FlavorError(f"{key}: granular resource groups are not supported")
-        if not key.startswith(_PREFIX):
-            continue
-        resource_class = key.removeprefix(_PREFIX)
-        if not resource_class:
-            raise FlavorError(f"{key}: no resource class")
-        amount = _count(value, key, minimum=0)
-        name = _RENAMED.get(resource_class, resource_class)
-        scale = MEBIBYTE if name == "memory" else 1
-        requested[name] = Decimal(amount * scale)
-    return {name: amount for name, amount in sorted(requested.items()) if amount}

@@ -176,7 +176,7 @@ class GroupSums:
     @classmethod
     def of(cls, catalog: Catalog, records: Iterable[Hypervisor]) -> GroupSums:
         members = list(records)
-        requests = [(flavor.name, flavor.resources) for flavor in catalog.flavors]
+        requests = [(flavor.name, flavor.demand) for flavor in catalog.flavors]
         tally = slots.SlotTally.of(requests, View.AVAILABLE, fleet.Grouping.NONE)
         return cls(Ledger.of(fleet.tally(fleet.Grouping.NONE), members), Ledger.of(tally, members))
 

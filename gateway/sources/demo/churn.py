@@ -2,14 +2,15 @@
 
 A fleet that never changes gives subscriptions, the dashboard's live view and
 the sync figures nothing to show. Each step makes on one host one change Nova
-makes all the time: an instance created where it fits (booked with the
-resources, project and user of one already there, and running), or a running
-one deleted. The object changes as Placement's bookings and the node agent would
-write it: ``spec.bookings``, ``status.instances``, ``numInstances`` and the
-allocation totals (per-cell figures are left as they were, as if the agent had
-not yet reported them). The steps come from a seeded generator: one seed, one
-sequence of changes. Each change is applied to the store that serves the fleet,
-whose parsed records also tell what fits where.
+makes all the time: an instance created where it fits (the size, and where
+tracked the project and user, of one already there; running), or a running one
+deleted. The object changes as Placement's bookings and the node agent would
+write it: ``spec.bookings`` where the host is tracked, ``status.instances``,
+``numInstances`` and the allocation totals (per-cell figures are left as they
+were, as if the agent had not yet reported them), so that an untracked fleet
+(``--demo-tracked 0``) moves as well. The steps come from a seeded generator:
+one seed, one sequence of changes. Each change is applied to the store that
+serves the fleet, whose parsed records also tell what fits where.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import copy
 import random
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -30,16 +31,30 @@ __all__ = ["Churn"]
 
 
 class Churn:
-    """Changes, one at a time, the hosts of ``objects`` (served by ``store``) that can take one."""
+    """Changes, one at a time, the hosts of ``objects`` (served by ``store``) that can take one.
 
-    def __init__(self, store: Store, objects: Iterable[dict[str, Any]], seed: int = 0) -> None:
+    ``domains`` gives the size of the libvirt domains on untracked hosts, by
+    instance UUID (their objects only list the instances); a tracked host's
+    bookings give its own.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        objects: Iterable[dict[str, Any]],
+        seed: int = 0,
+        domains: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         self.store = store
         self.rng = random.Random(seed)
+        self.domains = dict(domains or {})
         records = store.snapshot.by_name
         self.objects = {
             name: o
             for o in objects
-            if (name := o["metadata"]["name"]) in records and _changeable(o, records[name])
+            if (name := o["metadata"]["name"]) in records
+            and _changeable(o, records[name])
+            and self._instances(o)[0]
         }
         self.names = sorted(self.objects)
         self.created = 0
@@ -50,12 +65,8 @@ class Churn:
             return None
         name = self.rng.choice(self.names)
         obj = self.objects[name]
-        consumers = [b["consumer"] for b in obj["spec"]["bookings"] if "consumer" in b]
-        running = {i["id"] for i in obj["status"]["instances"] if i.get("active") is True}
-        deletable = [
-            c for c in consumers if c.get("consumerType") == "INSTANCE" and c["uuid"] in running
-        ]
-        template = self.rng.choice(consumers) if consumers else None
+        templates, deletable = self._instances(obj)
+        template = self.rng.choice(templates) if templates else None
         if (
             template is not None
             and (not deletable or self.rng.random() < 0.5)
@@ -63,43 +74,67 @@ class Churn:
         ):
             changed = self._create(obj, template)
         elif deletable:
-            changed = _delete(obj, self.rng.choice(deletable))
+            changed = self._delete(obj, self.rng.choice(deletable))
         else:
             return None
         self.objects[name] = changed
         self.store.upsert(changed)
         return changed
 
+    def _instances(self, obj: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The consumers a new instance may copy, and the running instances that may go:
+        a tracked host's bookings, or an untracked host's domains of known size."""
+        running = {i["id"] for i in obj["status"]["instances"] if i.get("active") is True}
+        bookings = obj["spec"].get("bookings")
+        if bookings is None:
+            # Sorted: a set's order is not the seed's.
+            known = sorted(running & self.domains.keys())
+            instances = [{"uuid": u, "resources": self.domains[u]} for u in known]
+            return instances, instances
+        consumers = [b["consumer"] for b in bookings if "consumer" in b]
+        deletable = [
+            c for c in consumers if c.get("consumerType") == "INSTANCE" and c["uuid"] in running
+        ]
+        return consumers, deletable
+
     def _create(self, obj: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
         new = _renewed(obj)
         consumer = copy.deepcopy(template)
         consumer.update(uuid=str(uuid.UUID(int=self.rng.getrandbits(128), version=4)))
-        consumer.update(consumerType="INSTANCE", consumerGeneration=1)
-        new["spec"]["bookings"].append({"consumer": consumer})
+        if "bookings" in new["spec"]:
+            consumer.update(consumerType="INSTANCE", consumerGeneration=1)
+            new["spec"]["bookings"].append({"consumer": consumer})
+        else:
+            self.domains[consumer["uuid"]] = consumer["resources"]
         self.created += 1
         instance = {"id": consumer["uuid"], "name": f"demo-{self.created:06d}", "active": True}
         new["status"]["instances"].append(instance)
         _account(new["status"], consumer["resources"], 1)
         return new
 
-
-def _delete(obj: dict[str, Any], consumer: dict[str, Any]) -> dict[str, Any]:
-    new = _renewed(obj)
-    gone = consumer["uuid"]
-    spec, status = new["spec"], new["status"]
-    spec["bookings"] = [b for b in spec["bookings"] if b.get("consumer", {}).get("uuid") != gone]
-    status["instances"] = [i for i in status["instances"] if i["id"] != gone]
-    _account(status, consumer["resources"], -1)
-    return new
+    def _delete(self, obj: dict[str, Any], consumer: dict[str, Any]) -> dict[str, Any]:
+        new = _renewed(obj)
+        gone = consumer["uuid"]
+        spec, status = new["spec"], new["status"]
+        if "bookings" in spec:
+            spec["bookings"] = [
+                b for b in spec["bookings"] if b.get("consumer", {}).get("uuid") != gone
+            ]
+        else:
+            del self.domains[gone]
+        status["instances"] = [i for i in status["instances"] if i["id"] != gone]
+        _account(status, consumer["resources"], -1)
+        return new
 
 
 def _renewed(obj: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``obj`` whose lists and figures a step changes are its own; the rest is
     shared, as no step changes it (a deep copy of a host was most of a step's time)."""
     spec, status = obj["spec"], obj["status"]
+    bookings = {"bookings": list(spec["bookings"])} if "bookings" in spec else {}
     return {
         **obj,
-        "spec": {**spec, "bookings": list(spec["bookings"])},
+        "spec": {**spec, **bookings},
         "status": {
             **status,
             "instances": list(status["instances"]),
@@ -109,10 +144,10 @@ def _renewed(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _changeable(obj: dict[str, Any], record: Hypervisor) -> bool:
-    """A tracked host that is Ready, not in maintenance, and whose figures add up."""
+    """A host that is Ready, not in maintenance, and whose figures add up."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     return (
-        isinstance(spec.get("bookings"), list)
+        isinstance(spec.get("bookings", []), list)
         and isinstance(status.get("instances"), list)
         and set(status.get("allocation") or {}) >= {"cpu", "memory"}
         and record.ready
@@ -133,6 +168,6 @@ def _account(status: dict[str, Any], resources: dict[str, Any], sign: int) -> No
     """numInstances and the allocation totals, after an instance came (1) or went (-1)."""
     status["numInstances"] = len(status["instances"])
     allocation = status["allocation"]
-    for name in ("cpu", "memory"):
-        total = parse_quantity(allocation[name]) + sign * parse_quantity(resources.get(name, 0))
+    for name, amount in resources.items():
+        total = parse_quantity(allocation.get(name, 0)) + sign * parse_quantity(amount)
         allocation[name] = format_quantity(max(total, Decimal(0)))

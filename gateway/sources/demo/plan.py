@@ -1,9 +1,10 @@
-"""The demo fleet as planned: regions, hardware, flavors, hosts and their consumers.
+"""The demo fleet as planned: regions, building blocks, hosts and their consumers.
 
 :class:`Fleet` makes every random choice of one synthetic fleet (sizes, fill,
-maintenance, live migrations, the awkward cases, which hosts carry bookings) from
-seeded generators, so the same arguments always plan the same fleet;
-:mod:`gateway.sources.demo.source` writes each planned :class:`Host` out as a Hypervisor object.
+which building blocks pin cores or are kept for a few projects, maintenance, live
+migrations, the awkward cases, which hosts carry bookings) from seeded
+generators, so the same arguments always plan the same fleet;
+:mod:`gateway.sources.demo.render` writes each planned :class:`Host` out as a Hypervisor object.
 """
 
 from __future__ import annotations
@@ -11,9 +12,19 @@ from __future__ import annotations
 import dataclasses
 import random
 
-__all__ = ["EXAMPLE_CONSUMER", "REGIONS", "TRACKED", "Fleet", "GiB", "Host", "check_tracked"]
+from gateway.sources.demo.hardware import (
+    GENERAL,
+    HANA,
+    HARDWARE,
+    OVERBOOKING,
+    PINNED,
+    Flavor,
+    GiB,
+    Hardware,
+)
 
-GiB = 2**30
+__all__ = ["EXAMPLE_CONSUMER", "REGIONS", "TRACKED", "Fleet", "Host", "check_tracked"]
+
 #: The share of hosts that carry spec.bookings by default: a rollout in progress.
 TRACKED = 0.6
 #: The consumer the README's example looks up: the first live migration's, on two
@@ -29,60 +40,9 @@ def check_tracked(share: float) -> None:
         raise ValueError(f"the tracked share (--demo-tracked) must be from 0 to 1, got {share}")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Hardware:
-    vendor: str
-    model: str
-    cores: int
-    memory_gib: int
-    cells: int
-    hana: bool
-    traits: tuple[str, ...]
-
-
-_HARDWARE = (
-    _Hardware("Lenovo", "ThinkSystem SR650", 64, 512, 2, False, ("HW_CPU_X86_AVX2",)),
-    _Hardware("Dell Inc.", "PowerEdge R750", 96, 1024, 2, False, ("HW_CPU_X86_AVX512F",)),
-    _Hardware("Lenovo", "ThinkSystem SR650 V3", 128, 1536, 2, False, ("HW_CPU_X86_AVX512F",)),
-    _Hardware("Dell Inc.", "PowerEdge R760", 192, 2048, 2, False, ("HW_CPU_X86_AMX_TILE",)),
-    _Hardware("Lenovo", "ThinkSystem SR950", 224, 3072, 4, True, ("HW_CPU_X86_AVX512F",)),
-    _Hardware("Lenovo", "ThinkSystem SR950 V3", 256, 4096, 4, True, ("HW_CPU_X86_AMX_TILE",)),
-)
 #: The UUID variant digit (RFC 9562) for each random hex digit, two bits kept.
 _VARIANT = dict(zip("0123456789abcdef", "89ab" * 4, strict=True))
 _MAINTENANCE = ("manual", "manual", "auto", "ha", "termination")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Flavor:
-    """A Nova flavor, with its booking amounts formatted once rather than per booking."""
-
-    vcpus: int
-    gib: int
-
-    @property
-    def cpu(self) -> str:
-        return _TEXT[self.vcpus]
-
-    def memory(self, mebibytes: bool) -> str:
-        return _MIB[self.gib] if mebibytes else _GIB[self.gib]
-
-
-def _flavors(*popularity: tuple[int, int, int]) -> tuple[_Flavor, ...]:
-    """Flavors repeated by popularity, so that one random index picks one."""
-    return tuple(_Flavor(vcpus, gib) for vcpus, gib, times in popularity for _ in range(times))
-
-
-_GENERAL = _flavors(
-    (2, 4, 6), (2, 8, 5), (4, 8, 5), (4, 16, 5), (8, 16, 3), (8, 32, 4), (16, 64, 2),
-    (16, 128, 1), (32, 128, 1), (32, 256, 1),
-)  # fmt: skip
-_HANA = _flavors((2, 32, 2), (4, 64, 3), (8, 128, 3), (16, 256, 2), (32, 512, 2), (64, 1024, 1))
-_OVERBOOKING = _Flavor(16, 64)
-_AMOUNTS = {f.vcpus for f in (*_GENERAL, *_HANA)} | {f.gib for f in (*_GENERAL, *_HANA)}
-_TEXT = {n: str(n) for n in _AMOUNTS}
-_GIB = {n: f"{n}Gi" for n in _AMOUNTS}
-_MIB = {n: f"{n * 1024}Mi" for n in _AMOUNTS}
 
 
 @dataclasses.dataclass(slots=True)
@@ -90,7 +50,7 @@ class _Consumer:
     """One consumer on one host: its booking (if ``booked``) and its libvirt domain."""
 
     uuid: str
-    flavor: _Flavor
+    flavor: Flavor
     project: str
     user: str
     generation: int | None
@@ -109,7 +69,7 @@ class Host:
     region: str
     zone: str
     bb: str
-    hardware: _Hardware
+    hardware: Hardware
     role: str
     #: Whether spec.bookings exists (a new host may already carry its reservation).
     tracked: bool
@@ -122,6 +82,24 @@ class Host:
     tainted: bool = False
     #: An operating system update is running (status.updateStatus.inProgress).
     updating: bool = False
+    #: Cores in Nova's cpu_dedicated_set, reported as PCPU; the rest (cpu_shared_set) as cpu.
+    dedicated: int = 0
+    #: spec.allowedProjects: empty when every project may use the host.
+    allowed: tuple[str, ...] = ()
+
+    @property
+    def shared(self) -> int:
+        return self.hardware.cores - self.dedicated
+
+    @property
+    def pool(self) -> tuple[bool, bool, tuple[str, ...]]:
+        """HANA, pinned, and the projects allowed: hosts alike in these take the same instances."""
+        return self.hardware.hana, self.dedicated > 0, self.allowed
+
+    @property
+    def flavors(self) -> tuple[Flavor, ...]:
+        """The flavors planned here, repeated by popularity."""
+        return HANA if self.hardware.hana else PINNED if self.dedicated else GENERAL
 
 
 class Fleet:
@@ -144,6 +122,7 @@ class Fleet:
             p: [self.hex32() for _ in range(1 + self.rng.randrange(4))] for p in self.projects
         }
         self.hana_projects = self.projects[:3]
+        self.restricted_projects = tuple(self.projects[3:5])
         self.instance_number = 0x1000
 
     def hex32(self) -> str:
@@ -163,12 +142,20 @@ class Fleet:
         roles = self.roles()
         zones = [(region, f"{region}{z}") for region, letters in REGIONS.items() for z in letters]
         hosts: list[Host] = []
-        bb_number = 40
+        bb_number, general = 40, 0
         while len(hosts) < self.size:
             region, zone = zones[bb_number % len(zones)]
-            hardware = self.rng.choice(_HARDWARE)
+            hardware = self.rng.choice(HARDWARE)
             ratio = 1.0 if hardware.hana else self.rng.choice((2.0, 2.0, 3.0, 4.0, 1.5))
             bb = f"bb{bb_number:03d}"
+            dedicated = 0
+            allowed: tuple[str, ...] = ()
+            if not hardware.hana:
+                # Every fifth general-purpose building block pins three quarters of its
+                # cores; one in eight of the others is reserved for a few projects.
+                dedicated = hardware.cores * 3 // 4 if general % 5 == 1 else 0
+                allowed = self.restricted_projects if not dedicated and general % 8 == 3 else ()
+                general += 1
             for node in range(min(self.rng.choice((8, 12, 16, 24, 32)), self.size - len(hosts))):
                 role = roles[len(hosts)]
                 maintenance = self.rng.choice(_MAINTENANCE) if role == "maintenance" else None
@@ -187,6 +174,8 @@ class Fleet:
                         cpu_ratio=ratio,
                         consumers=[],
                         reserved=(self.rng.choice((2, 4, 4, 8)), self.rng.choice((8, 16, 16, 32))),
+                        dedicated=dedicated,
+                        allowed=allowed,
                     )
                 )
             bb_number += 1
@@ -233,9 +222,12 @@ class Fleet:
         """Fill the host with consumers up to a target (a utilization, or a count)."""
         if host.role in ("new", "onboarding"):
             return
-        flavors = _HANA if host.hardware.hana else _GENERAL
-        projects = self.hana_projects if host.hardware.hana else self.projects
-        cpu = int((host.hardware.cores - host.reserved[0]) * host.cpu_ratio)
+        flavors = host.flavors
+        projects = list(host.allowed) or (
+            self.hana_projects if host.hardware.hana else self.projects
+        )
+        # Nova's reserved_host_cpus comes out of the shared cores; PCPU is never overcommitted.
+        cpu = int((host.shared - host.reserved[0]) * host.cpu_ratio)
         gib = (host.memory // GiB) - host.reserved[1]
         rand = self.rng.random
         if self.bookings_per_host is None:
@@ -246,32 +238,35 @@ class Fleet:
                 utilization = 0.95 + 0.05 * rand()
             else:
                 utilization = 0.3 + 0.62 * rand()
-            cpu_left, gib_left, count = int(cpu * utilization), int(gib * utilization), 10**9
+            count = 10**9
         else:
-            cpu_left, gib_left = cpu, gib
+            utilization = 1.0
             count = self.rng.randint(self.bookings_per_host // 2, self.bookings_per_host * 3 // 2)
+        left = {"cpu": int(cpu * utilization), "PCPU": int(host.dedicated * utilization)}
+        gib_left = int(gib * utilization)
         misses, picks = 0, len(flavors)
         smallest = min(flavors, key=lambda f: (f.vcpus, f.gib))
         while len(host.consumers) < count and misses < 4:
             flavor = flavors[int(rand() * picks)]
-            if flavor.vcpus > cpu_left or flavor.gib > gib_left:
+            if flavor.vcpus > left[flavor.resource] or flavor.gib > gib_left:
                 if self.bookings_per_host is None:
                     misses += 1
                     continue
                 flavor = smallest
-            cpu_left -= flavor.vcpus
+            left[flavor.resource] -= flavor.vcpus
             gib_left -= flavor.gib
-            cpu -= flavor.vcpus
+            if not flavor.pinned:
+                cpu -= flavor.vcpus
             host.consumers.append(self.consumer(flavor, projects))
         if host.role == "oversubscribed":
             # Beyond what the host admits with its reservation or without (the
             # capacity of an untracked host), and every one of them runs.
             while cpu >= -host.reserved[0] * host.cpu_ratio:
-                cpu -= _OVERBOOKING.vcpus
-                extra = self.consumer(_OVERBOOKING, projects)
+                cpu -= OVERBOOKING.vcpus
+                extra = self.consumer(OVERBOOKING, projects)
                 host.consumers.append(dataclasses.replace(extra, domain=True, active=True))
 
-    def consumer(self, flavor: _Flavor, projects: list[str]) -> _Consumer:
+    def consumer(self, flavor: Flavor, projects: list[str]) -> _Consumer:
         rand = self.rng.random
         project = projects[int(rand() * len(projects))]
         users = self.users[project]
@@ -293,8 +288,15 @@ class Fleet:
         if len(candidates) < 2:
             return
         planted = False
+        # Nova moves an instance only to a host its flavor and project may use.
+        pools: dict[tuple[bool, bool, tuple[str, ...]], list[Host]] = {}
+        for host in candidates:
+            pools.setdefault(host.pool, []).append(host)
         for n in range(max(2, self.size // 40)):
-            source, target = self.rng.sample(candidates, 2)
+            pool = pools[self.rng.choice(candidates).pool]
+            if len(pool) < 2:
+                continue
+            source, target = self.rng.sample(pool, 2)
             moving = self.rng.choice(source.consumers)
             if moving.type != "INSTANCE" or not moving.booked:
                 continue
