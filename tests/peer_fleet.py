@@ -274,26 +274,42 @@ def _add_edge_host(fleet: Fleet) -> None:
     floor((2^38 + 1047552) x 1.5) - 131073 x 2^20 is 262144 MiB and 522752 bytes:
     a 256 GiB instance and 64 of 4 GiB would fit, but Placement places neither.
     """
-    name, provider = "node-edge", "0e0e0e0e-0000-4000-8000-000000000001"
-    consumer_uuid = "0e0e0e0e-0000-4000-8000-0000000000c1"
     inventories = {
         "VCPU": Inventory(256, allocation_ratio=4.0),
         "MEMORY_MB": Inventory(262144, allocation_ratio=1.5),
     }
+    consumers = {"0e0e0e0e-0000-4000-8000-0000000000c1": {"VCPU": 2, "MEMORY_MB": 131073}}
+    add_host(fleet, "node-edge", f"{2**28 + 1023}Ki", inventories, consumers)
+
+
+def add_host(
+    fleet: Fleet,
+    name: str,
+    memory: str,
+    inventories: dict[str, Inventory],
+    consumers: dict[str, dict[str, int]],
+) -> None:
+    """A hand-made tracked host of VCPU and MEMORY_MB, with no reservation, trait or aggregate.
+
+    ``memory`` is the physical memory as status.capacity spells it; ``consumers``
+    their amounts in Placement's units, by consumer UUID.
+    """
+    provider = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
     fleet.providers.append(Provider(name, provider, inventories, frozenset(), frozenset()))
-    fleet.consumers[consumer_uuid] = Consumer(
-        "p1", "u1", {provider: {"VCPU": 2, "MEMORY_MB": 131073}}
-    )
-    spec = {
-        "overcommit": {"cpu": 4.0, "memory": 1.5},
-        "bookings": [consumer(consumer_uuid, {"cpu": 2, "memory": "131073Mi"}, projectID="p1")],
-    }
+    bookings = []
+    for consumer_uuid, amounts in consumers.items():
+        fleet.consumers[consumer_uuid] = Consumer("p1", "u1", {provider: amounts})
+        spelled = {"cpu": amounts["VCPU"], "memory": f"{amounts['MEMORY_MB']}Mi"}
+        bookings.append(consumer(consumer_uuid, spelled, projectID="p1"))
+    ratios = {"cpu": inventories["VCPU"].allocation_ratio}
+    ratios["memory"] = inventories["MEMORY_MB"].allocation_ratio
     status = {
-        "capacity": {"cpu": 256, "memory": f"{2**28 + 1023}Ki"},
+        "capacity": {"cpu": inventories["VCPU"].total, "memory": memory},
         "hypervisorId": provider,
         "conditions": _ready(),
         "numInstances": 0,
     }
+    spec = {"overcommit": ratios, "bookings": bookings}
     fleet.objects.append(hypervisor(name, spec=spec, status=status))
 
 
