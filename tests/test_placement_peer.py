@@ -18,10 +18,12 @@ spec.allowedProjects (Nova's tenant isolation is off by default) and no flavor h
 aggregate_instance_extra_specs (a scheduler filter, not a Placement query). Untracked
 hosts are in the gateway's fleet only: in the BOOKINGS view they must never have room.
 
-The request is Nova's, with its defaults: flavors have disk 0, so no DISK_GB (no
-node agent reports one); isolated-aggregate filtering is on; the deprecated second
-query with VCPU for pinned flavors (``[workarounds] disable_fallback_pcpu_query``)
-is off, as on hosts that report PCPU.
+The request is Nova's, configured as the domain brief's rules assume: flavors have
+disk 0, so no DISK_GB (no node agent reports one); ``[scheduler]
+enable_isolated_aggregate_filtering = true`` (Nova's default is false); and
+``[workarounds] disable_fallback_pcpu_query = true`` (default false), so a pinned
+flavor is asked for as PCPU only, without the deprecated second query with VCPU
+that exists for hosts not yet reporting PCPU.
 """
 
 from __future__ import annotations
