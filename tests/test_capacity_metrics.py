@@ -171,6 +171,34 @@ def test_a_change_that_moves_no_figure_keeps_the_text_as_it_was() -> None:
     assert rendered.chunks() is not first
 
 
+def test_a_change_of_what_the_scheduler_judges_moves_the_slots() -> None:
+    """Readiness, maintenance, traits, aggregates and projects move no figure of the
+    host, but decide whether its slots count: the flavor's series follow them."""
+    rendered = exposition(hand_made.objects())
+    group = {"zone": "qa-de-1a", "building_block": "bb01", "flavor": "small"}
+    before = value(samples(rendered.render()), "hypervisor_gateway_flavor_slots", **group)
+    assert before == 60  # node-a; node-c has no status
+    for version, change in enumerate(
+        (
+            lambda o: o["status"]["conditions"][0].update(status="False"),
+            lambda o: o["spec"].update(allowedProjects=["p-only"]),
+            lambda o: o["spec"].update(customTraits=["COMPUTE_STATUS_DISABLED"]),
+        ),
+        start=2,
+    ):
+        changed = hand_made.objects()[0]
+        change(changed)
+        changed["metadata"]["resourceVersion"] = str(version)
+        rendered.store.upsert(changed)
+        found = samples(rendered.render())
+        assert value(found, "hypervisor_gateway_flavor_slots", **group) == 0, version
+        restored = hand_made.objects()[0]
+        restored["metadata"]["resourceVersion"] = f"{version}b"
+        rendered.store.upsert(restored)
+        found = samples(rendered.render())
+        assert value(found, "hypervisor_gateway_flavor_slots", **group) == 60, version
+
+
 def test_a_scrape_follows_every_change_and_reuses_an_unchanged_snapshot() -> None:
     objects = hand_made.objects()
     rendered = exposition(objects)

@@ -246,7 +246,10 @@ def group_lines(
 
 
 def same_figures(old: Hypervisor, new: Hypervisor) -> bool:
-    """Whether ``new`` exports what ``old`` did: the same labels, tracking and figures."""
+    """Whether ``new`` exports what ``old`` did: the same labels, tracking and figures,
+    and the same part of its group's slots: what the scheduler judges (readiness,
+    eviction, projects, traits, aggregates) moves no figure of the host but decides
+    whether its room counts."""
     return old is new or (
         old.bookings_tracked == new.bookings_tracked
         and old.zone == new.zone
@@ -254,6 +257,11 @@ def same_figures(old: Hypervisor, new: Hypervisor) -> bool:
         and old.worker_group == new.worker_group
         and old.maintenance == new.maintenance
         and _same_inputs(old.resources, new.resources)
+        and old.ready == new.ready
+        and old.evicted == new.evicted
+        and old.allowed_projects == new.allowed_projects
+        and old.traits == new.traits
+        and old.aggregates == new.aggregates
     )
 
 
