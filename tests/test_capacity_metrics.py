@@ -7,6 +7,7 @@ import contextlib
 import copy
 import gc
 import itertools
+import json
 import random
 import socket
 import subprocess
@@ -34,9 +35,13 @@ from tests.objects import hypervisor
 from tests.support import eventually, query, run_server, serve
 
 PROMETHEUS = Path("/usr/bin/prometheus")
+DASHBOARD = json.loads(
+    (Path(__file__).parents[1] / "deploy/monitoring/capacity-dashboard.json").read_text()
+)
 PROMTOOL = Path("/usr/bin/promtool")
 CATALOG = parse_catalog([{"name": "small", "vcpus": 4, "ram": 16384}], "test")
-HOST = 'name="{}",zone="{}",building_block="{}",worker_group="",maintenance="{}"'
+INFO = "hypervisor_gateway_hypervisor_info"
+BASIS = "hypervisor_gateway_hypervisor_basis_info"
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -60,11 +65,24 @@ def value(found: Samples, metric: str, /, **labels: str) -> float | None:
     return found.get((metric, frozenset(labels.items())))
 
 
-def host_labels(
-    name: str, zone: str, bb: str, maintenance: str = "", **more: str
-) -> dict[str, str]:
-    labels = dict(name=name, zone=zone, building_block=bb, worker_group="", maintenance=maintenance)
-    return labels | more
+def host_labels(name: str, zone: str, bb: str, **more: str) -> dict[str, str]:
+    return dict(name=name, zone=zone, building_block=bb, worker_group="") | more
+
+
+def host_series(found: Samples, name: str) -> set[tuple[str, frozenset[tuple[str, str]]]]:
+    """The figure series of one host (not its info series), by name and labels."""
+    return {
+        key
+        for key in found
+        if ("name", name) in key[1] and key[0] in FAMILIES and key[0] not in (INFO, BASIS)
+    }
+
+
+def labels_of(found: Samples, family: str, name: str) -> list[dict[str, str]]:
+    """The labels of one host's series of ``family``."""
+    return [
+        dict(labels) for metric, labels in found if metric == family and ("name", name) in labels
+    ]
 
 
 def test_hosts_export_their_figures_and_unknown_ones_are_absent() -> None:
@@ -76,12 +94,12 @@ def test_hosts_export_their_figures_and_unknown_ones_are_absent() -> None:
     assert value(found, "hypervisor_gateway_hypervisor_booked", **a) == 28
     assert value(found, "hypervisor_gateway_hypervisor_free", **a) == 476
     assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 30
-    assert value(found, "hypervisor_gateway_hypervisor_available", **a, basis="BOOKINGS") == 476
+    assert value(found, "hypervisor_gateway_hypervisor_available", **a) == 476
     b = host_labels("node-b", "qa-de-1b", "bb02", resource="cpu")
     assert value(found, "hypervisor_gateway_hypervisor_free", **b) == -4  # never clamped
     # Not tracked: booked, reserved and free are unknown, so absent (not 0).
-    d = host_labels("node-d", "qa-de-1b", "bb02", "manual", resource="cpu")
-    assert value(found, "hypervisor_gateway_hypervisor_available", **d, basis="ALLOCATION") == 28
+    d = host_labels("node-d", "qa-de-1b", "bb02", resource="cpu")
+    assert value(found, "hypervisor_gateway_hypervisor_available", **d) == 28
     for figure in ("reserved", "booked", "free"):
         assert value(found, f"hypervisor_gateway_hypervisor_{figure}", **d) is None
     # No status: only what the bookings say.
@@ -89,7 +107,22 @@ def test_hosts_export_their_figures_and_unknown_ones_are_absent() -> None:
     assert names == {
         "hypervisor_gateway_hypervisor_booked",
         "hypervisor_gateway_hypervisor_reserved",
+        INFO,
     }
+
+
+def test_what_changes_over_a_hosts_life_is_on_info_series_not_on_its_figures() -> None:
+    found = samples(exposition(hand_made.objects()).render())
+    for name in ("node-a", "node-b", "node-c", "node-d"):
+        for _, labels in host_series(found, name):
+            assert {label for label, _ in labels} == {*host_labels(name, "", ""), "resource"}
+    d = host_labels("node-d", "qa-de-1b", "bb02")
+    assert value(found, INFO, **d, maintenance="manual") == 1
+    assert value(found, INFO, **host_labels("node-c", "qa-de-1a", "bb01", maintenance="")) == 1
+    assert value(found, BASIS, **d, resource="memory", basis="ALLOCATION") == 1
+    a = host_labels("node-a", "qa-de-1a", "bb01", resource="cpu")
+    assert value(found, BASIS, **a, basis="BOOKINGS") == 1
+    assert labels_of(found, BASIS, "node-c") == []  # no status: no available figure
 
 
 def test_group_totals_and_slots_are_the_fleet_and_slot_figures() -> None:
@@ -138,6 +171,34 @@ def test_a_change_that_moves_no_figure_keeps_the_text_as_it_was() -> None:
     assert rendered.chunks() is not first
 
 
+def test_a_change_of_what_the_scheduler_judges_moves_the_slots() -> None:
+    """Readiness, maintenance, traits, aggregates and projects move no figure of the
+    host, but decide whether its slots count: the flavor's series follow them."""
+    rendered = exposition(hand_made.objects())
+    group = {"zone": "qa-de-1a", "building_block": "bb01", "flavor": "small"}
+    before = value(samples(rendered.render()), "hypervisor_gateway_flavor_slots", **group)
+    assert before == 60  # node-a; node-c has no status
+    for version, change in enumerate(
+        (
+            lambda o: o["status"]["conditions"][0].update(status="False"),
+            lambda o: o["spec"].update(allowedProjects=["p-only"]),
+            lambda o: o["spec"].update(customTraits=["COMPUTE_STATUS_DISABLED"]),
+        ),
+        start=2,
+    ):
+        changed = hand_made.objects()[0]
+        change(changed)
+        changed["metadata"]["resourceVersion"] = str(version)
+        rendered.store.upsert(changed)
+        found = samples(rendered.render())
+        assert value(found, "hypervisor_gateway_flavor_slots", **group) == 0, version
+        restored = hand_made.objects()[0]
+        restored["metadata"]["resourceVersion"] = f"{version}b"
+        rendered.store.upsert(restored)
+        found = samples(rendered.render())
+        assert value(found, "hypervisor_gateway_flavor_slots", **group) == 60, version
+
+
 def test_a_scrape_follows_every_change_and_reuses_an_unchanged_snapshot() -> None:
     objects = hand_made.objects()
     rendered = exposition(objects)
@@ -160,7 +221,7 @@ def test_a_scrape_follows_every_change_and_reuses_an_unchanged_snapshot() -> Non
     )
 
 
-def test_a_host_written_again_with_new_labels_is_formatted_again() -> None:
+def test_a_host_keeps_its_series_when_its_maintenance_or_basis_changes() -> None:
     rendered = exposition(hand_made.objects())
     first = rendered.render()
     again = hand_made.objects()
@@ -168,13 +229,17 @@ def test_a_host_written_again_with_new_labels_is_formatted_again() -> None:
         obj["metadata"]["resourceVersion"] = "2"
     rendered.store.replace(again)
     assert rendered.render() == first
-    again[0]["metadata"]["resourceVersion"] = "3"
-    again[0]["spec"]["maintenance"] = "auto"
+    before = samples(first)
+    changed = again[3]  # node-d: now in termination, and its bookings tracked
+    changed["metadata"]["resourceVersion"] = "3"
+    changed["spec"] |= {"maintenance": "termination", "bookings": []}
     rendered.store.replace(again)
-    found = samples(rendered.render())
-    a = host_labels("node-a", "qa-de-1a", "bb01", "auto", resource="cpu")
-    assert value(found, "hypervisor_gateway_hypervisor_free", **a) == 476
-    assert value(found, "hypervisor_gateway_hypervisor_free", **a | {"maintenance": ""}) is None
+    after = samples(rendered.render())
+    assert host_series(before, "node-d") <= host_series(after, "node-d")
+    d = host_labels("node-d", "qa-de-1b", "bb02")
+    assert value(after, "hypervisor_gateway_hypervisor_available", **d, resource="cpu") == 128
+    assert labels_of(after, INFO, "node-d") == [d | {"maintenance": "termination"}]
+    assert {labels["basis"] for labels in labels_of(after, BASIS, "node-d")} == {"BOOKINGS"}
 
 
 def one_unit_a_slice(store: Store, catalog: Any = CATALOG) -> CapacityExposition:
@@ -393,8 +458,8 @@ def _free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def prometheus(target: str) -> AsyncIterator[httpx.AsyncClient]:
-    """Prometheus on loopback scraping ``target``'s /metrics/capacity every second."""
+async def prometheus(*targets: str) -> AsyncIterator[httpx.AsyncClient]:
+    """Prometheus on loopback scraping the ``targets``' /metrics/capacity every second."""
     with tempfile.TemporaryDirectory() as directory:
         config = Path(directory) / "prometheus.yml"
         config.write_text(
@@ -405,7 +470,7 @@ async def prometheus(target: str) -> AsyncIterator[httpx.AsyncClient]:
                         {
                             "job_name": "capacity",
                             "metrics_path": "/metrics/capacity",
-                            "static_configs": [{"targets": [target]}],
+                            "static_configs": [{"targets": list(targets)}],
                         }
                     ],
                 }
@@ -468,3 +533,83 @@ async def test_prometheus_sums_per_zone_what_the_api_totals_per_zone() -> None:
             }
             assert summed == expected, figure
             assert len(expected) > 1
+
+
+async def _series(client: httpx.AsyncClient, selector: str) -> dict[str, set[frozenset[Any]]]:
+    """Every label set ``selector`` matched since Prometheus started, per metric name."""
+    response = await client.get("/api/v1/series", params={"match[]": selector, "start": "0"})
+    assert response.status_code == 200, response.text
+    found: dict[str, set[frozenset[Any]]] = {}
+    for labels in response.json()["data"]:
+        found.setdefault(labels.pop("__name__"), set()).add(frozenset(labels.items()))
+    return found
+
+
+async def _joined(
+    client: httpx.AsyncClient, expression: str, by: str, label: str
+) -> dict[str, str]:
+    """Per value of ``by``, the ``label`` the query's series carry ("" when none)."""
+    return {r["metric"][by]: r["metric"].get(label, "") for r in await _scraped(client, expression)}
+
+
+@pytest.mark.skipif(not PROMETHEUS.exists(), reason="Debian's prometheus not installed")
+async def test_prometheus_joins_the_info_series_and_keeps_a_hosts_series() -> None:
+    maintenance = (
+        'max without (instance) (hypervisor_gateway_hypervisor_available{resource="cpu"})'
+        f" * on (name) group_left (maintenance) {INFO}"
+    )
+    basis = (
+        'hypervisor_gateway_hypervisor_available{name="node-d"}'
+        f" * on (name, resource) group_left (basis) {BASIS}"
+    )
+    node_d = '{__name__=~"hypervisor_gateway_hypervisor_.+",name="node-d"}'
+    async with run_server(hand_made.objects()) as (address, store), prometheus(address) as client:
+
+        async def shows(maintenance_d: str, basis_d: str) -> bool:
+            hosts = await _joined(client, maintenance, "name", "maintenance")
+            resources = await _joined(client, basis, "resource", "basis")
+            expected = {"node-a": "", "node-b": "", "node-d": maintenance_d}
+            return hosts == expected and resources == {"cpu": basis_d, "memory": basis_d}
+
+        await eventually(lambda: shows("manual", "ALLOCATION"), within=30, interval=0.2)
+        before = await _series(client, node_d)
+        changed = hand_made.objects()[3]
+        changed["metadata"]["resourceVersion"] = "2"
+        changed["spec"] |= {"maintenance": "termination", "bookings": []}  # and tracked
+        store.upsert(changed)
+        await eventually(lambda: shows("termination", "BOOKINGS"), within=30, interval=0.2)
+        after = await _series(client, node_d)
+    assert {"hypervisor_gateway_hypervisor_available", INFO, BASIS} <= before.keys()
+    for family in before.keys() - {INFO, BASIS}:
+        assert after[family] == before[family], family  # one series each, as before
+    assert {dict(labels)["maintenance"] for labels in after[INFO]} == {"manual", "termination"}
+    assert {dict(labels)["basis"] for labels in after[BASIS]} == {"ALLOCATION", "BOOKINGS"}
+
+
+@pytest.mark.skipif(not PROMETHEUS.exists(), reason="Debian's prometheus not installed")
+async def test_the_dashboards_join_holds_while_the_replicas_disagree() -> None:
+    """For a scrape after a change, one replica may export the old maintenance and
+    the other the new: two info series for one host, which a join on the host
+    refuses unless it takes one of them."""
+    (panel,) = (p for p in DASHBOARD["panels"] if "basis_info" in p["targets"][0]["expr"])
+    expression = panel["targets"][0]["expr"].replace("$zone", ".*")
+    replicas = []
+    for maintenance in ("manual", "termination"):
+        objects = hand_made.objects()
+        objects[3]["spec"]["maintenance"] = maintenance
+        objects[3]["status"]["allocation"]["cpu"] = "132"  # available 128 - 132
+        replicas.append(run_server(objects))
+    one_of_each = "max without (instance) (hypervisor_gateway_hypervisor_info)"
+    refused = expression.replace(f"topk by (name) (1, {INFO})", one_of_each)
+    assert refused != expression
+    async with replicas[0] as (a, _), replicas[1] as (b, _), prometheus(a, b) as client:
+        await _scraped(client, f'count by (name) ({INFO}{{name="node-d"}}) > 1')
+        rows = [r["metric"] for r in await _scraped(client, expression)]
+        response = await client.get("/api/v1/query", params={"query": refused})
+    assert response.status_code == 422 and "many-to-many" in response.json()["error"]
+    assert sorted((row["name"], row["resource"], row["basis"]) for row in rows) == [
+        ("node-b", "cpu", "BOOKINGS"),
+        ("node-d", "cpu", "ALLOCATION"),
+    ]
+    (node_d,) = (row for row in rows if row["name"] == "node-d")
+    assert node_d["maintenance"] in ("manual", "termination")

@@ -20,13 +20,15 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.cli import build_cache
 from gateway.domain.flavors import load_catalog
 from gateway.http import server
-from gateway.http.capacity_metrics import FAMILIES
+from gateway.http.capacity_metrics import FAMILIES, CapacityExposition
 from gateway.logs import FORMATS
 from gateway.settings import Settings, add_arguments, from_arguments
+from gateway.store.store import Store
 from tests import fleet
 from tests.support import serve
 
@@ -408,6 +410,75 @@ def test_every_expression_of_the_rules_and_the_dashboard_parses(tmp_path: Path) 
         promtool_check_rules(
             [{"name": "x", "rules": [{"record": "x:y", "expr": "sum("}]}], tmp_path
         )
+
+
+def _input_series(exposition: str, replica: str) -> list[dict[str, str]]:
+    """The exposition's samples as promtool's input series, one replica's, held for 30 minutes.
+
+    Labels as Prometheus stores a scrape: an empty value is no label.
+    """
+    series = []
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            labels = {k: v for k, v in sample.labels.items() if v} | {"pod": replica}
+            text = ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items())
+            series.append({"series": f"{sample.name}{{{text}}}", "values": f"{sample.value}x30"})
+    return series
+
+
+def _over_subscribed(name: str, resource: str, summary: str, description: str) -> dict[str, Any]:
+    """The alert promtool should see for a host of zone qa-de-1b, building block bb02."""
+    return {
+        "exp_labels": {"severity": "warning", "name": name, "zone": "qa-de-1b"}
+        | {"building_block": "bb02", "resource": resource},
+        "exp_annotations": {"summary": f"{name} is over-subscribed in {resource} ({summary})"}
+        | {"description": f"The host's best known free capacity is negative. {description}"},
+    }
+
+
+@pytest.mark.skipif(not PROMTOOL.exists(), reason="promtool (Debian's prometheus) not installed")
+def test_the_over_subscription_alert_judges_the_best_known_figure(tmp_path: Path) -> None:
+    """It fires for an untracked host (no free, only available), memory humanized."""
+    untracked = fleet.objects()[3]  # node-d: bookings not tracked, capacity 128 cpus, 256Gi
+    untracked["status"]["allocation"] = {"cpu": "132", "memory": "264Gi"}  # -4, -8Gi available
+    store = Store()
+    store.replace([*fleet.objects()[:3], untracked])
+    exposition = CapacityExposition(store, load_catalog(None)).render().decode()
+    assert 'hypervisor_gateway_hypervisor_free{name="node-d"' not in exposition
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule_groups()}))
+    alert = "HypervisorFreeCapacityNegative"
+    bookings = "Placement has booked more than its schedulable capacity (capacity - booked < 0)."
+    allocation = (
+        "Its bookings are not tracked: libvirt runs more than its schedulable capacity"
+        " (capacity - allocated < 0)."
+    )
+    test = {
+        "interval": "1m",
+        "input_series": _input_series(exposition, "a") + _input_series(exposition, "b"),
+        "alert_rule_test": [
+            {"eval_time": "14m", "alertname": alert, "exp_alerts": []},
+            {
+                "eval_time": "16m",
+                "alertname": alert,
+                "exp_alerts": [
+                    _over_subscribed("node-b", "cpu", "-4 available", bookings),
+                    _over_subscribed("node-d", "cpu", "-4 available", allocation),
+                    _over_subscribed("node-d", "memory", "-8GiB available", allocation),
+                ],
+            },
+        ],
+    }
+    (tmp_path / "test.yaml").write_text(
+        yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": [test]})
+    )
+    tested = subprocess.run(
+        [PROMTOOL, "test", "rules", "test.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
 
 
 async def test_the_rules_and_the_dashboard_name_only_series_the_gateway_exports() -> None:

@@ -82,6 +82,7 @@ def test_an_eligible_host_has_no_reason() -> None:
         ({"maintenance": "manual"}, [Reason.DISABLED]),
         ({"maintenance": "termination"}, [Reason.DISABLED]),
         ({"evicted": True}, [Reason.DISABLED]),
+        ({"traits": ["COMPUTE_STATUS_DISABLED"]}, [Reason.DISABLED]),  # Nova forbids it
         ({"projects": ["p2", "p3"]}, [Reason.PROJECT_RESTRICTED]),
         ({"traits": ["HW_CPU_HYPERTHREADING"]}, []),
         ({"aggregates": [HANA_AGGREGATE]}, [Reason.ISOLATED_AGGREGATE]),

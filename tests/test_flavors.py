@@ -84,9 +84,10 @@ def test_openstack_flavor_list_output_reads_as_it_is() -> None:
 def test_the_demo_catalog() -> None:
     catalog = load_catalog(None)
     names = [f.name for f in catalog.flavors]
-    assert len(names) == 28
+    assert len(names) == 29
     assert names[:3] == ["g_c1_m4", "g_c2_m8", "g_c4_m16"]
     assert {n.split("_")[0] for n in names} == {"g", "c", "m", "hana", "p"}
+    avx2 = {"trait:HW_CPU_X86_AVX512F": "forbidden"}
     # As a region's: HANA flavors require the HANA hosts' trait, pinned ones ask for
     # dedicated cores on the pinned aggregate; the others ask for nothing special.
     specs = {f.name: dict(f.extra_specs) for f in catalog.flavors}
@@ -96,6 +97,7 @@ def test_the_demo_catalog() -> None:
     assert [n for n, s in specs.items() if s == pinned] == [
         "p_c2_m8", "p_c4_m16", "p_c8_m32", "p_c16_m64", "p_c32_m128"
     ]  # fmt: skip
+    assert [n for n, s in specs.items() if s == avx2] == ["g_c8_m32_avx2"]
     assert sum(s == {} for s in specs.values()) == 21
     flavor = catalog.get("m_c64_m512")
     assert flavor is not None

@@ -94,8 +94,9 @@ _expose(
     {
         "NOT_READY": "Its Ready condition is not True (or it has no status): the compute "
         "service is down.",
-        "DISABLED": "spec.maintenance is set or the host is evicted: the operator disables "
-        "the compute service and Nova forbids COMPUTE_STATUS_DISABLED on every request.",
+        "DISABLED": "spec.maintenance is set or the host is evicted (the operator disables "
+        "the compute service), or it has the trait COMPUTE_STATUS_DISABLED, which Nova forbids "
+        "on every request.",
         "PROJECT_RESTRICTED": "spec.allowedProjects does not list the project asked for (with "
         "no project given, a restricted host is free for nobody in general).",
         "MISSING_TRAIT": "The flavor requires a trait (trait:NAME=required) the host lacks.",

@@ -8,7 +8,8 @@ several is counted under the first. The rules follow Nova's code:
 
 - NOT_READY: the Ready condition is not True (the compute service is down);
 - DISABLED: ``spec.maintenance`` is set or the host is evicted (the operator
-  disables the service; ``compute_status_filter`` forbids COMPUTE_STATUS_DISABLED);
+  disables the service), or it has the trait COMPUTE_STATUS_DISABLED, which Nova's
+  ``compute_status_filter`` forbids on every request;
 - PROJECT_RESTRICTED: ``spec.allowedProjects`` does not list the asking project
   (no project asked: such a host is not free for everyone);
 - MISSING_TRAIT / FORBIDDEN_TRAIT: the request's ``required`` / ``!`` traits;
@@ -31,6 +32,9 @@ from gateway.domain.demand import Demand
 from gateway.domain.records import Hypervisor
 
 __all__ = ["HostFacts", "Reason", "first_reason", "host_facts", "matches_spec", "reasons"]
+
+
+_DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
 
 
 class Reason(Enum):
@@ -71,7 +75,9 @@ def host_facts(hypervisor: Hypervisor) -> HostFacts:
     }
     return HostFacts(
         ready=hypervisor.ready,
-        disabled=bool(hypervisor.maintenance) or hypervisor.evicted is True,
+        disabled=bool(hypervisor.maintenance)
+        or hypervisor.evicted is True
+        or any(t.name == _DISABLED_TRAIT for t in hypervisor.traits),
         allowed_projects=frozenset(hypervisor.allowed_projects),
         traits=frozenset(t.name for t in hypervisor.traits),
         isolating=frozenset(isolating),

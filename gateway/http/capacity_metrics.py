@@ -3,7 +3,7 @@
 What the series say is :mod:`gateway.http.capacity_text`; this module keeps their
 text current, so that a scrape costs little more than sending it.
 
-At 20,000 hosts there are some 300,000 samples (50 MB), far too many to format at
+At 20,000 hosts there are some 385,000 samples (53 MB), far too many to format at
 every scrape, and a node agent rewrites every host's status each minute, so a
 record is new at nearly every scrape while its figures mostly are not. A host's
 lines are therefore formatted again only when its figures or labels changed, a

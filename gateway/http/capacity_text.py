@@ -2,13 +2,20 @@
 
 The operator's dashboards read kube-state-metrics series, which copy fields but
 cannot compute free capacity; the gateway does (:mod:`gateway.domain.capacity`), so it
-exports it, in three kinds of series:
+exports it, in four kinds of series:
 
 - per hypervisor and resource (``hypervisor_gateway_hypervisor_<figure>``): the
   figures of :class:`~gateway.domain.records.ResourceCapacity`, labelled with
   ``resource`` and the host labels kube-state-metrics puts on the operator's
-  Hypervisor series (``name``, ``zone``, ``building_block``, ``worker_group``,
-  ``maintenance``), so that the two join in PromQL;
+  Hypervisor series that stay with a host (``name``, ``zone``, ``building_block``,
+  ``worker_group``), so that the two join in PromQL;
+- per hypervisor, info series worth 1 (``..._hypervisor_info``,
+  ``..._hypervisor_basis_info``) that carry what changes over a host's life: its
+  ``maintenance``, and per resource the ``basis`` of ``available``. On the figures
+  they would start a new series at every change (a graph broken in two, an alert
+  whose ``for`` starts again); a query joins them where it wants them
+  (``* on (name) group_left (maintenance)``), one replica's (``topk``: for a
+  scrape after a change, the replicas may disagree);
 - per zone and building block (``hypervisor_gateway_fleet_<figure>`` and host
   counts): the fleet totals of :mod:`gateway.domain.fleet`;
 - per zone, building block and catalog flavor (``hypervisor_gateway_flavor_*``):
@@ -58,7 +65,17 @@ HOST_FIGURES = {
     "free": "Placement's view: capacity - booked (tracked hosts only; negative: over-subscribed).",
     "allocated": "What libvirt really runs (status.allocation).",
     "available": "Best known free capacity: free if bookings are tracked, else capacity - "
-    "allocated; basis says which.",
+    "allocated; hypervisor_gateway_hypervisor_basis_info says which.",
+}
+#: Per-host info series, worth 1, with their HELP text: the labels that change.
+HOST_INFO = {
+    "info": "1 per hypervisor, labelled with its maintenance (and the host labels): "
+    "join one replica's: * on (name) group_left (maintenance) "
+    f"topk by (name) (1, {PREFIX}hypervisor_info).",
+    "basis_info": "1 per hypervisor and resource whose available figure is known, "
+    "labelled with its basis (BOOKINGS: free; ALLOCATION: capacity - allocated): "
+    "join one replica's: * on (name, resource) group_left (basis) "
+    f"topk by (name, resource) (1, {PREFIX}hypervisor_basis_info).",
 }
 #: Fleet totals per zone and building block: sums over the hosts that know the figure.
 FLEET_FIGURES = dict(HOST_FIGURES, available="Sum of the hosts' best known free capacity.")
@@ -78,12 +95,13 @@ FLAVOR_FIGURES = {
     "unknown_hosts": "Hypervisors that could not be judged (a figure unknown).",
 }
 
-HOST_LABELS = ("name", "zone", "building_block", "worker_group", "maintenance")
+HOST_LABELS = ("name", "zone", "building_block", "worker_group")
+INFO_LABELS = (*HOST_LABELS, "maintenance")
 GROUP_LABELS = ("zone", "building_block")
 
 
 def _families() -> dict[str, str]:
-    names = {f"hypervisor_{figure}": help for figure, help in HOST_FIGURES.items()}
+    names = {f"hypervisor_{figure}": help for figure, help in (HOST_FIGURES | HOST_INFO).items()}
     names |= {f"fleet_{figure}": help for figure, help in FLEET_FIGURES.items()}
     names |= {
         f"fleet_{count}": help for count, help in (FLEET_COUNTS | FLEET_RESOURCE_COUNTS).items()
@@ -94,7 +112,9 @@ def _families() -> dict[str, str]:
 
 #: Every family this module exports (name -> HELP), all gauges, in exposition order.
 FAMILIES = _families()
-HOST_FAMILIES = tuple(PREFIX + "hypervisor_" + f for f in HOST_FIGURES)
+FIGURE_FAMILIES = tuple(PREFIX + "hypervisor_" + f for f in HOST_FIGURES)
+INFO_FAMILY, BASIS_FAMILY = (PREFIX + "hypervisor_" + f for f in HOST_INFO)
+HOST_FAMILIES = (*FIGURE_FAMILIES, INFO_FAMILY, BASIS_FAMILY)
 GROUP_FAMILIES = tuple(name for name in FAMILIES if name not in HOST_FAMILIES)
 HEADERS = {
     name: f"# HELP {name} {help}\n# TYPE {name} gauge\n".encode() for name, help in FAMILIES.items()
@@ -123,7 +143,7 @@ def _number(value: Decimal | int) -> str:
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class HostLines:
-    """One record's lines, one string per host family (empty when every figure is unknown)."""
+    """One record's lines, one string per host family (empty when it knows none of its figures)."""
 
     record: Hypervisor
     group: tuple[str, str]
@@ -143,26 +163,31 @@ class GroupLines:
 
 
 def host_lines(record: Hypervisor) -> HostLines:
-    labels = _labels(
-        HOST_LABELS,
-        (record.name, record.zone, record.building_block, record.worker_group, record.maintenance),
+    """One host's lines: its figures, then its info series."""
+    host = (record.name, record.zone, record.building_block, record.worker_group)
+    labels = _labels(HOST_LABELS, host)
+    resources = [
+        (resource, f'{labels},resource="{_escape(resource.name)}"')
+        for resource in record.resources.values()
+    ]
+    lines = [
+        "".join(
+            f"{family}{{{series}}} {_number(value)}\n"
+            for resource, series in resources
+            if (value := getattr(resource, figure)) is not None
+        )
+        for figure, family in zip(HOST_FIGURES, FIGURE_FAMILIES, strict=True)
+    ]
+    lines.append(f"{INFO_FAMILY}{{{_labels(INFO_LABELS, (*host, record.maintenance))}}} 1\n")
+    lines.append(
+        "".join(
+            f'{BASIS_FAMILY}{{{series},basis="{resource.basis.value}"}} 1\n'
+            for resource, series in resources
+            if resource.basis
+        )
     )
-    lines = []
-    for figure, family in zip(HOST_FIGURES, HOST_FAMILIES, strict=True):
-        text = []
-        for resource in record.resources.values():
-            value = getattr(resource, figure)
-            if value is None:
-                continue
-            extra = (
-                f',basis="{resource.basis.value}"'
-                if figure == "available" and resource.basis
-                else ""
-            )
-            series = f'{family}{{{labels},resource="{_escape(resource.name)}"{extra}}}'
-            text.append(f"{series} {_number(value)}\n")
-        lines.append("".join(text).encode())
-    return HostLines(record, (record.zone or "", record.building_block or ""), tuple(lines))
+    group = (record.zone or "", record.building_block or "")
+    return HostLines(record, group, tuple(line.encode() for line in lines))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,7 +246,10 @@ def group_lines(
 
 
 def same_figures(old: Hypervisor, new: Hypervisor) -> bool:
-    """Whether ``new`` exports what ``old`` did: the same labels, tracking and figures."""
+    """Whether ``new`` exports what ``old`` did: the same labels, tracking and figures,
+    and the same part of its group's slots: what the scheduler judges (readiness,
+    eviction, projects, traits, aggregates) moves no figure of the host but decides
+    whether its room counts."""
     return old is new or (
         old.bookings_tracked == new.bookings_tracked
         and old.zone == new.zone
@@ -229,6 +257,11 @@ def same_figures(old: Hypervisor, new: Hypervisor) -> bool:
         and old.worker_group == new.worker_group
         and old.maintenance == new.maintenance
         and _same_inputs(old.resources, new.resources)
+        and old.ready == new.ready
+        and old.evicted == new.evicted
+        and old.allowed_projects == new.allowed_projects
+        and old.traits == new.traits
+        and old.aggregates == new.aggregates
     )
 
 

@@ -236,7 +236,9 @@ def _conditions(fleet: Fleet, host: Host) -> list[dict[str, Any]]:
     ready = ("True", "Ready", "Hypervisor is ready")
     onboarding = ("False", "Succeeded", "Onboarding completed")
     libvirt = ("True", "Connected", "Connected to libvirt")
-    if host.role == "maintenance":
+    # A host stays Ready while the operator empties it (its compute service is
+    # disabled all the same: DISABLED to the scheduler); once empty, it is down.
+    if host.role == "maintenance" and not host.consumers:
         ready = ("False", "Maintenance", "Hypervisor is in maintenance")
     elif host.role == "notready":
         ready = ("False", "LibVirtConnectionFailed", "Cannot reach libvirt on the host")
