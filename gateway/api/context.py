@@ -134,6 +134,7 @@ class Context:
             self.feed,
             coalesce_interval=self.coalesce_interval,
             max_page_size=self.max_page_size,
+            catalog=self.catalog,
         )
         context.connection_params = self.connection_params
         return context
