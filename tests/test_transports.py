@@ -54,6 +54,7 @@ DOCUMENTS: list[tuple[str, str, dict[str, Any], bool]] = [
     ("unknown-flavor", '{ slots(flavor: "nope") { slots } }', {}, True),
     ("bad-page-size", "{ hypervisors(first: -1) { totalCount } }", {}, True),
     ("unknown-field", "{ hypervisors { nodes { nope } } }", {}, True),
+    ("missing-variable", "query($n: String!) { hypervisor(name: $n) { name } }", {}, True),
 ]
 
 

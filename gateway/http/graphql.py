@@ -164,9 +164,6 @@ class GraphQLEndpoint:
 
     def _finish(self, result: ExecutionResult, request_id: str) -> tuple[bytes, bool]:
         """The answer's body, and whether it has errors: in the worker thread for a large one."""
-        if result.errors and result.data is None and all(e.path is None for e in result.errors):
-            # No path: variable coercion failed, nothing was executed.
-            raise RequestError(result.errors)
         body = _encode(self._format(result, request_id))
         if len(body) > self.limits.max_response_bytes:
             message = f"response larger than the limit of {self.limits.max_response_bytes} bytes"
