@@ -124,6 +124,41 @@ async def test_moving_out_of_the_filter_reads_as_deleted(server: tuple[str, Stor
         }
 
 
+async def test_a_change_links_within_the_fleet_it_was_made_in(server: tuple[str, Store]) -> None:
+    """A deleted host's bookings lead back to it and to their consumers as they were;
+    a change's links never read a later fleet either."""
+    address, store = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "1",
+            """subscription { hypervisorChanged { type hypervisor { name consumers {
+            uuid hypervisor { name } consumer { hypervisors { name } } } } } }""",
+        )
+        await listening(address)
+        store.delete("node-c")
+        store.upsert(modified("node-b", "10"))
+        store.delete("node-a")  # before node-b's change is sent: C3 still on node-a there
+        booked = {"uuid": fleet.C5, "hypervisor": {"name": "node-c"}}
+        assert await client.next() == {
+            "hypervisorChanged": {
+                "type": "DELETED",
+                "hypervisor": {
+                    "name": "node-c",
+                    "consumers": [{**booked, "consumer": {"hypervisors": [{"name": "node-c"}]}}],
+                },
+            }
+        }
+        node_b = (await client.next())["hypervisorChanged"]["hypervisor"]
+        migrating = {"hypervisors": [{"name": "node-a"}, {"name": "node-b"}]}
+        assert node_b["consumers"][0] == {
+            "uuid": fleet.C3,
+            "hypervisor": {"name": "node-b"},
+            "consumer": migrating,
+        }
+        deleted = (await client.next())["hypervisorChanged"]
+        assert deleted["type"] == "DELETED" and deleted["hypervisor"]["name"] == "node-a"
+
+
 async def test_consumer_changed(server: tuple[str, Store]) -> None:
     address, store = server
     async for client in connect(address, TRANSPORT_WS):

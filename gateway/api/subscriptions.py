@@ -40,6 +40,8 @@ class HypervisorChange:
     hypervisor: Hypervisor = strawberry.field(
         description="The new state; for DELETED, the last state before it went away."
     )
+    #: The fleet the change's links are followed in: the one its record is part of.
+    snapshot: strawberry.Private[Snapshot]
 
 
 @strawberry.type(description="Live updates. Subscribe over WebSocket on /graphql.")
@@ -57,11 +59,12 @@ class Subscription:
         ] = None,
     ) -> AsyncGenerator[HypervisorChange, None]:
         matches = compile_filter(filter)
-        async for change in info.context.feed.changes(on_lag=info.context.cut_off):
+        async for change, snapshot in info.context.feed.changes(on_lag=info.context.cut_off):
             before = change.previous is not None and matches(change.previous)
             after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
             if before or after:
-                yield _view(change.hypervisor, _change_type(change.type, before, after))
+                kind = _change_type(change.type, before, after)
+                yield _view(change.hypervisor, kind, snapshot)
 
     @strawberry.subscription(
         description="The consumer now, then again whenever one of its bookings changes; "
@@ -74,7 +77,7 @@ class Subscription:
     ) -> AsyncGenerator[Consumer | None, None]:
         wanted = uuid.lower()
         yield consumer_view(info.context, wanted)  # type: ignore[misc]
-        async for change in info.context.feed.changes(on_lag=info.context.cut_off):
+        async for change, _ in info.context.feed.changes(on_lag=info.context.cut_off):
             states = (change.hypervisor, change.previous)
             if any(h is not None and domain.has_consumer(h, wanted) for h in states):
                 yield consumer_view(info.context, wanted)  # type: ignore[misc]
@@ -139,15 +142,16 @@ async def shared_groups(
 
 
 #: Each change's message payload, one per kind, for all its subscribers (gateway.api.events):
-#: filed under the record it shows, not the change, which holds the record it replaced too.
+#: filed under the record it shows and its snapshot, not the change, which holds the
+#: record it replaced too.
 _views: Recent[HypervisorChange] = Recent()
 
 
-def _view(record: domain.Hypervisor, kind: ChangeType) -> HypervisorChange:
-    view = _views.get((record,), kind)
+def _view(record: domain.Hypervisor, kind: ChangeType, snapshot: Snapshot) -> HypervisorChange:
+    view = _views.get((record, snapshot), kind)
     if view is None:
-        view = HypervisorChange(type=kind, hypervisor=record)  # type: ignore[arg-type]
-        _views.put((record,), view, kind)
+        view = HypervisorChange(type=kind, hypervisor=record, snapshot=snapshot)  # type: ignore[arg-type]
+        _views.put((record, snapshot), view, kind)
     return view
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from typing import NamedTuple
 
-from gateway.store.snapshot import Change, Snapshot
+from gateway.store.snapshot import Change, ChangeType, Snapshot
 from gateway.store.store import Store
 
 __all__ = ["Feed", "Lagging"]
@@ -26,23 +27,32 @@ class Lagging(Exception):
     """The subscriber fell more than its queue's length behind the store."""
 
 
+class _Batch(NamedTuple):
+    """The changes of one commit, and the fleet before and after it."""
+
+    changes: list[Change]
+    before: Snapshot
+    after: Snapshot
+
+
 class _Stream:
     def __init__(self, limit: int, on_lag: Callable[[], None] | None) -> None:
-        self.queue: asyncio.Queue[list[Change]] = asyncio.Queue(limit)
+        self.queue: asyncio.Queue[_Batch] = asyncio.Queue(limit)
         self.lagging = False
         self.on_lag = on_lag
 
-    def put(self, changes: list[Change]) -> None:
+    def put(self, batch: _Batch) -> None:
         if self.lagging:
             return
         try:
-            self.queue.put_nowait(changes)
+            self.queue.put_nowait(batch)
         except asyncio.QueueFull:
             self.lagging = True
-            # Wake the reader so it learns it lags now, not after the backlog; and tell
-            # the connection, whose reader may be stuck writing to a stalled socket.
+            # Wake the reader so it learns it lags now, not after the backlog (what it
+            # then gets is not read); and tell the connection, whose reader may be
+            # stuck writing to a stalled socket.
             self.queue.get_nowait()
-            self.queue.put_nowait([])
+            self.queue.put_nowait(batch)
             if self.on_lag is not None:
                 self.on_lag()
 
@@ -59,8 +69,11 @@ class Feed:
         # Set, then replaced, on every change: waiters hold the one current when they began.
         self._changed = asyncio.Event()
         self._unlisten: Callable[[], None] | None = None
+        #: The snapshot of the last change heard: the fleet before the next one.
+        self._seen = store.snapshot
 
     def start(self) -> None:
+        self._seen = self.store.snapshot
         self._unlisten = self.store.listen(self._on_change)
 
     def stop(self) -> None:
@@ -73,14 +86,19 @@ class Feed:
         return len(self._streams)
 
     def _on_change(self, snapshot: Snapshot, changes: list[Change]) -> None:
+        batch = _Batch(changes, self._seen, snapshot)
+        self._seen = snapshot
         for stream in self._streams:
-            stream.put(changes)
+            stream.put(batch)
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def changes(self, on_lag: Callable[[], None] | None = None) -> AsyncIterator[Change]:
-        """Every change from now on, in order. Raises :class:`Lagging` if too slow,
-        and calls ``on_lag`` the moment the queue overflows."""
+    async def changes(
+        self, on_lag: Callable[[], None] | None = None
+    ) -> AsyncIterator[tuple[Change, Snapshot]]:
+        """Every change from now on, in order, with the snapshot its record is in: the
+        one it made, or for a deletion the one before. Raises :class:`Lagging` if too
+        slow, and calls ``on_lag`` the moment the queue overflows."""
         stream = _Stream(self.queue_limit, on_lag)
         self._streams.add(stream)
         try:
@@ -91,8 +109,9 @@ class Feed:
                         f"subscriber fell more than {self.queue_limit} changes behind; "
                         "subscribe again to resume from the current state"
                     )
-                for change in batch:
-                    yield change
+                for change in batch.changes:
+                    deleted = change.type is ChangeType.DELETED
+                    yield change, batch.before if deleted else batch.after
         finally:
             self._streams.discard(stream)
 
