@@ -12,6 +12,8 @@ import pytest
 import websockets
 
 from gateway.api.totals import fleet_groups
+from gateway.http.websocket import SubscriptionServer
+from gateway.store.consumers import ConsumerIndex
 from gateway.store.store import Store
 from tests import fleet
 from tests.support import listening, run_server
@@ -182,6 +184,51 @@ async def test_consumer_changed(server: tuple[str, Store]) -> None:
         }
         store.delete("node-a")
         assert await client.next() == {"consumerChanged": None}
+
+
+async def test_consumer_changed_misses_no_change_made_while_its_first_message_is_sent(
+    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change made as the consumer's first message goes out is the next message:
+    the subscription listens for changes before it reads the consumer."""
+    address, store = server
+    node_b = modified("node-b", "10")
+    node_b["spec"]["bookings"] = node_b["spec"]["bookings"][1:]  # C3's migration finished
+    encode = SubscriptionServer.encode_json
+
+    def changing(self: SubscriptionServer, data: object) -> str:
+        if isinstance(data, dict) and data.get("type") == "next" and node_b:
+            store.upsert(node_b.copy())
+            node_b.clear()
+        return encode(self, data)
+
+    monkeypatch.setattr(SubscriptionServer, "encode_json", changing)
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "c", "subscription($u: UUID!) { consumerChanged(uuid: $u) { migrating } }", u=fleet.C3
+        )
+        assert await client.next() == {"consumerChanged": {"migrating": True}}
+        assert await client.next() == {"consumerChanged": {"migrating": False}}
+
+
+async def test_consumer_changed_indexes_the_consumers_in_a_worker_thread(
+    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_loop: list[bool] = []
+    index = ConsumerIndex.of.__func__  # type: ignore[attr-defined]
+
+    def watched(cls: type[ConsumerIndex], *args: Any) -> ConsumerIndex:
+        on_loop.append(asyncio._get_running_loop() is not None)
+        return index(cls, *args)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ConsumerIndex, "of", classmethod(watched))
+    address, _ = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "c", "subscription($u: UUID!) { consumerChanged(uuid: $u) { uuid } }", u=fleet.C1
+        )
+        assert await client.next() == {"consumerChanged": {"uuid": fleet.C1}}
+    assert on_loop == [False]
 
 
 async def test_fleet_capacity_is_coalesced_and_latest(server: tuple[str, Store]) -> None:

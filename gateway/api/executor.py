@@ -96,8 +96,8 @@ class Executor(IncrementalExecutor):
         """graphql-core's copy for one event, with the variables' text made once for all
         the events (a json.dumps per event and subscriber cost more than executing it).
 
-        A payload that names its snapshot (a host's change) is executed in it: its
-        links lead to the fleet it is part of, not to the store's by then.
+        A payload that names its snapshot (a host's change, a consumer) is executed
+        in it: its links lead to the fleet it is part of, not to the store's by then.
         """
         self._variables_text()
         executor: Executor = super().build_per_event_executor(payload)  # type: ignore[assignment]

@@ -1,6 +1,7 @@
 """GraphQL subscriptions: live changes of hypervisors, consumers and fleet totals."""
 
 import asyncio
+import dataclasses
 import weakref
 from asyncio import Future
 from collections.abc import AsyncGenerator
@@ -14,13 +15,13 @@ from gateway.api.arguments import UUID
 from gateway.api.context import Context
 from gateway.api.enums import FleetGrouping
 from gateway.api.events import Recent
-from gateway.api.filters import HypervisorFilter, compile_filter
-from gateway.api.objects import Consumer, Hypervisor, consumer_view
+from gateway.api.filters import HypervisorFilter, Predicate, compile_filter
+from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
+from gateway.store.snapshot import Change, Snapshot
 from gateway.store.snapshot import ChangeType as StoreChangeType
-from gateway.store.snapshot import Snapshot
 
 __all__ = ["Subscription"]
 
@@ -59,12 +60,11 @@ class Subscription:
         ] = None,
     ) -> AsyncGenerator[HypervisorChange, None]:
         matches = compile_filter(filter)
-        async for change, snapshot in info.context.feed.changes(on_lag=info.context.cut_off):
-            before = change.previous is not None and matches(change.previous)
-            after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
-            if before or after:
-                kind = _change_type(change.type, before, after)
-                yield _view(change.hypervisor, kind, snapshot)
+        with info.context.feed.changes(on_lag=info.context.cut_off) as changes:
+            async for commit in changes:
+                for change in commit.changes:
+                    if (kind := _change_type(change, matches)) is not None:
+                        yield _view(change.hypervisor, kind, commit.holding(change))
 
     @strawberry.subscription(
         description="The consumer now, then again whenever one of its bookings changes; "
@@ -76,11 +76,12 @@ class Subscription:
         uuid: Annotated[UUID, strawberry.argument(description="Consumer UUID (any case).")],
     ) -> AsyncGenerator[Consumer | None, None]:
         wanted = uuid.lower()
-        yield consumer_view(info.context, wanted)  # type: ignore[misc]
-        async for change, _ in info.context.feed.changes(on_lag=info.context.cut_off):
-            states = (change.hypervisor, change.previous)
-            if any(h is not None and domain.has_consumer(h, wanted) for h in states):
-                yield consumer_view(info.context, wanted)  # type: ignore[misc]
+        # Listening before the first read: a change made while it is sent comes next.
+        with info.context.feed.changes(on_lag=info.context.cut_off) as changes:
+            yield await _consumer(info.context.store.snapshot, wanted)  # type: ignore[misc]
+            async for commit in changes:
+                if any(_books(change, wanted) for change in commit.changes):
+                    yield await _consumer(commit.after, wanted)  # type: ignore[misc]
 
     @strawberry.subscription(
         description="fleetCapacity now, then the newest totals whenever they change, at most "
@@ -155,9 +156,34 @@ def _view(record: domain.Hypervisor, kind: ChangeType, snapshot: Snapshot) -> Hy
     return view
 
 
-def _change_type(kind: StoreChangeType, before: bool, after: bool) -> ChangeType:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ConsumerEvent(ConsumerRecord):
+    """A consumer as a message shows it, with the fleet its links are followed in."""
+
+    snapshot: Snapshot
+
+
+async def _consumer(snapshot: Snapshot, uuid: str) -> _ConsumerEvent | None:
+    """The consumer in ``snapshot``; its first index of the consumers (a pass over
+    every booking) in a worker thread, as a query's is."""
+    if not snapshot.indexes_consumers():
+        await asyncio.to_thread(lambda: snapshot.by_consumer)
+    bookings = snapshot.by_consumer.get(uuid)
+    return _ConsumerEvent(uuid, bookings, snapshot) if bookings else None
+
+
+def _books(change: Change, uuid: str) -> bool:
+    """Whether the host ``change`` is about booked ``uuid`` before or after it."""
+    states = (change.hypervisor, change.previous)
+    return any(h is not None and domain.has_consumer(h, uuid) for h in states)
+
+
+def _change_type(change: Change, matches: Predicate) -> ChangeType | None:
+    """What ``change`` is to a subscriber of the hosts ``matches`` selects; None: nothing."""
+    before = change.previous is not None and matches(change.previous)
+    after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
     if before and not after:
         return ChangeType.DELETED
     if after and not before:
         return ChangeType.ADDED
-    return ChangeType.MODIFIED
+    return ChangeType.MODIFIED if before else None

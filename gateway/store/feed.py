@@ -14,45 +14,51 @@ Two kinds of subscriber, because two kinds of question are asked:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import NamedTuple
 
 from gateway.store.snapshot import Change, ChangeType, Snapshot
 from gateway.store.store import Store
 
-__all__ = ["Feed", "Lagging"]
+__all__ = ["Commit", "Feed", "Lagging"]
 
 
 class Lagging(Exception):
     """The subscriber fell more than its queue's length behind the store."""
 
 
-class _Batch(NamedTuple):
-    """The changes of one commit, and the fleet before and after it."""
+class Commit(NamedTuple):
+    """The changes the store made at once, and the fleet before and after them."""
 
     changes: list[Change]
     before: Snapshot
     after: Snapshot
 
+    def holding(self, change: Change) -> Snapshot:
+        """The snapshot ``change``'s record is in: the one made, or for a deletion the
+        one before."""
+        return self.before if change.type is ChangeType.DELETED else self.after
+
 
 class _Stream:
     def __init__(self, limit: int, on_lag: Callable[[], None] | None) -> None:
-        self.queue: asyncio.Queue[_Batch] = asyncio.Queue(limit)
+        self.queue: asyncio.Queue[Commit] = asyncio.Queue(limit)
         self.lagging = False
         self.on_lag = on_lag
 
-    def put(self, batch: _Batch) -> None:
+    def put(self, commit: Commit) -> None:
         if self.lagging:
             return
         try:
-            self.queue.put_nowait(batch)
+            self.queue.put_nowait(commit)
         except asyncio.QueueFull:
             self.lagging = True
             # Wake the reader so it learns it lags now, not after the backlog (what it
             # then gets is not read); and tell the connection, whose reader may be
             # stuck writing to a stalled socket.
             self.queue.get_nowait()
-            self.queue.put_nowait(batch)
+            self.queue.put_nowait(commit)
             if self.on_lag is not None:
                 self.on_lag()
 
@@ -86,34 +92,34 @@ class Feed:
         return len(self._streams)
 
     def _on_change(self, snapshot: Snapshot, changes: list[Change]) -> None:
-        batch = _Batch(changes, self._seen, snapshot)
+        commit = Commit(changes, self._seen, snapshot)
         self._seen = snapshot
         for stream in self._streams:
-            stream.put(batch)
+            stream.put(commit)
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def changes(
-        self, on_lag: Callable[[], None] | None = None
-    ) -> AsyncIterator[tuple[Change, Snapshot]]:
-        """Every change from now on, in order, with the snapshot its record is in: the
-        one it made, or for a deletion the one before. Raises :class:`Lagging` if too
+    @contextlib.contextmanager
+    def changes(self, on_lag: Callable[[], None] | None = None) -> Iterator[AsyncIterator[Commit]]:
+        """Every commit of changes from entering on, in order, read as the subscriber
+        pleases: the ones made meanwhile wait for it. Raises :class:`Lagging` if too
         slow, and calls ``on_lag`` the moment the queue overflows."""
         stream = _Stream(self.queue_limit, on_lag)
         self._streams.add(stream)
         try:
-            while True:
-                batch = await stream.queue.get()
-                if stream.lagging:
-                    raise Lagging(
-                        f"subscriber fell more than {self.queue_limit} changes behind; "
-                        "subscribe again to resume from the current state"
-                    )
-                for change in batch.changes:
-                    deleted = change.type is ChangeType.DELETED
-                    yield change, batch.before if deleted else batch.after
+            yield self._read(stream)
         finally:
             self._streams.discard(stream)
+
+    async def _read(self, stream: _Stream) -> AsyncIterator[Commit]:
+        while True:
+            commit = await stream.queue.get()
+            if stream.lagging:
+                raise Lagging(
+                    f"subscriber fell more than {self.queue_limit} changes behind; "
+                    "subscribe again to resume from the current state"
+                )
+            yield commit
 
     async def snapshots(self, interval: float) -> AsyncIterator[Snapshot]:
         """The current snapshot at once, then the newest one after each change,
