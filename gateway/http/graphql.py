@@ -89,7 +89,11 @@ class GraphQLEndpoint:
         """ASGI: every answer goes out as two messages, with no Response object to build."""
         request = Request(scope, receive)
         request_id = os.urandom(8).hex()
-        answer = await self._answer(request, request_id)
+        try:
+            answer = await self._answer(request, request_id)
+        except Exception:
+            request.state.outcome = "failed"  # a bug: the server answers 500
+            raise
         headers = [
             (b"content-length", b"%d" % len(answer.body)),
             (b"content-type", f"{answer.media_type}; charset=utf-8".encode()),
