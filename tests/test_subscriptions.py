@@ -361,6 +361,40 @@ async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
     assert sorted(executed) == sorted(['{"zone": "qa-de-1a"}', "{}", "{}"])
 
 
+async def test_subscribers_with_the_same_label_selector_share_an_execution(
+    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A selector is its text: each subscriber's parse of it is the same argument."""
+    from gateway.api.executor import Executor
+
+    executed: list[str] = []
+    execute = Executor._execute_operation
+
+    def counting(self: Executor, serially: bool | None) -> Any:
+        executed.append(self._variables_text())
+        return execute(self, serially)
+
+    monkeypatch.setattr(Executor, "_execute_operation", counting)
+    address, store = server
+    query = """subscription($s: LabelSelector) { hypervisorChanged(filter: {labelSelector: $s})
+        { type hypervisor { name } } }"""
+    selector = "topology.kubernetes.io/zone in (qa-de-1a)"
+    async with contextlib.AsyncExitStack() as stack:
+        clients = []
+        for protocol in (TRANSPORT_WS, LEGACY_WS):
+            client = await stack.enter_async_context(
+                contextlib.asynccontextmanager(connect)(address, protocol)
+            )
+            await client.subscribe("s", query, s=selector)
+            clients.append(client)
+        await listening(address, streams=len(clients))
+        store.upsert(modified("node-a", "10"))
+        got = [await client.next() for client in clients]
+    changed = {"type": "MODIFIED", "hypervisor": {"name": "node-a"}}
+    assert got == [{"hypervisorChanged": changed}] * 2
+    assert len(executed) == 1, executed
+
+
 async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, Store]) -> None:
     address, store = server
     async for client in connect(address, TRANSPORT_WS):
