@@ -114,10 +114,15 @@ class Executor(IncrementalExecutor):
         context holds, lived on until the cyclic collector found it, and a
         ``gc.freeze`` (the store's settle) in between kept it for good: under
         churn, a pinned old snapshot per freeze, whose replaced records were never
-        freed. Every resolver here is synchronous, so once a result is made
-        nothing asks for the helpers again.
+        freed. Every resolver here is synchronous, so once a result is made, or the
+        operation ended midway (its budget overrun, an offload), nothing asks for
+        the helpers again.
         """
-        result = super().execute_operation(serially)
+        try:
+            result = super().execute_operation(serially)
+        except BaseException:
+            del self.async_helpers
+            raise
         if not self.is_awaitable(result):
             del self.async_helpers
         return result

@@ -54,7 +54,7 @@ _RECOUNT_ABOVE = 256
 #: Changed records after which the store takes the fleet out of the cyclic collector.
 #: Often, so that the records made since never fill the oldest generation: after
 #: 1,000 changes a full collection over them paused the loop 50-170 ms at 5,000
-#: hosts; a settle costs 0.2 ms at 20,000 (collect(1) and freeze, timed in process).
+#: hosts; a settle costs under 1 ms at 20,000 (collector.settle says what it does).
 _SETTLE_AFTER = 100
 
 
