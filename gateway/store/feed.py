@@ -2,10 +2,12 @@
 
 Two kinds of subscriber, because two kinds of question are asked:
 
-* an *event stream* (``hypervisorChanged``) must see every change, in order. Its
-  queue is bounded; a subscriber that falls that far behind is cut off with
-  :class:`Lagging` rather than letting its queue (and our memory) grow without
-  end, or silently dropping events it would then never know it missed.
+* an *event stream* (``hypervisorChanged``, ``consumerChanged``) must see every
+  change, in order, with the fleet it was made in. Its queue holds the store's
+  commits (their snapshots shared by every stream) and is bounded, in commits; a
+  subscriber that falls that far behind is cut off with :class:`Lagging` rather
+  than letting its queue (and our memory) grow without end, or silently dropping
+  events it would then never know it missed.
 * a *latest value* (``fleetCapacityChanged``) only needs to know that something
   changed; it then reads the newest snapshot. It never queues anything, so a slow
   reader costs nothing and always gets the latest state.
@@ -25,7 +27,8 @@ __all__ = ["Commit", "Feed", "Lagging"]
 
 
 class Lagging(Exception):
-    """The subscriber fell more than its queue's length behind the store."""
+    """The subscriber fell more than its queue's length behind the store: that many
+    commits (one watch event, or one relist however many hosts it changed)."""
 
 
 class Commit(NamedTuple):
@@ -116,7 +119,7 @@ class Feed:
             commit = await stream.queue.get()
             if stream.lagging:
                 raise Lagging(
-                    f"subscriber fell more than {self.queue_limit} changes behind; "
+                    f"subscriber fell more than {self.queue_limit} updates of the fleet behind; "
                     "subscribe again to resume from the current state"
                 )
             yield commit

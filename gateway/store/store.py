@@ -84,8 +84,10 @@ def _fingerprint(obj: Any) -> str:
 class Store:
     """Holds the current :class:`Snapshot` and tells listeners about every change.
 
-    All methods are synchronous and meant to be called from the event loop's
-    thread, so each change is atomic for every reader on that loop.
+    Its methods are synchronous. Those that change it are meant to be called from
+    the event loop's thread, so each change is atomic for every reader on that
+    loop; :meth:`prepare` (parsing, which touches nothing) and :meth:`share` (what a
+    question makes of a snapshot) run in worker threads too.
     """
 
     def __init__(self) -> None:
