@@ -497,3 +497,21 @@ async def test_websocket_origins_are_an_allow_list() -> None:
             ) as ws:
                 await ws.send(json.dumps({"type": "connection_init"}))
                 assert json.loads(await ws.recv())["type"] == "connection_ack"
+
+
+async def test_live_totals_kept_per_snapshot_are_bounded() -> None:
+    """A quiet fleet keeps one snapshot for long: subscribers asking ever new filters
+    of it must not make its kept totals grow without end."""
+    from gateway.api import subscriptions
+    from gateway.api.enums import FleetGrouping
+    from gateway.api.filters import HypervisorFilter
+
+    store = Store()
+    store.replace(fleet.objects())
+    snapshot = store.snapshot
+    for n in range(subscriptions.MAX_TOTALS + 10):
+        groups = await subscriptions.shared_groups(
+            snapshot, HypervisorFilter(names=[f"node-{n}"]), FleetGrouping.NONE
+        )
+        assert groups[0].hypervisor_count == 0
+    assert len(subscriptions._totals[snapshot]) == subscriptions.MAX_TOTALS

@@ -112,6 +112,9 @@ Totals = list[fleet.FleetGroup]
 #: Totals per snapshot, per (filter, grouping): gone with the snapshot.
 _totals: weakref.WeakKeyDictionary[Snapshot, dict[tuple[str, FleetGrouping], Future[Totals]]]
 _totals = weakref.WeakKeyDictionary()
+#: Totals kept per snapshot at most, the oldest asked let go first: a quiet fleet's
+#: snapshot is current for hours, asked by subscribers with ever new filters.
+MAX_TOTALS = 256
 
 
 async def shared_groups(
@@ -139,6 +142,8 @@ async def shared_groups(
                 asyncio.to_thread(fleet_groups, snapshot, where, group_by)
             )
         per_snapshot[key] = found
+        if len(per_snapshot) > MAX_TOTALS:
+            del per_snapshot[next(iter(per_snapshot))]
     return await asyncio.shield(found)  # one subscriber leaving does not cancel the others'
 
 
