@@ -302,6 +302,25 @@ async def test_a_burst_costs_one_review(
     assert sum(decisions.values()) - cached == 1
 
 
+async def test_a_cancelled_request_leaves_the_shared_review_to_the_others(
+    cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path
+) -> None:
+    """The request that started a review goes away (its client hung up): the others
+    waiting on the same review still get its verdict."""
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig", "gateway", token=rbac["gateway"])
+    decisions: Decisions = Counter()
+    async with ApiClient(await load_client_config(str(kubeconfig))) as api:
+        authorizer = KubernetesAuthorizer(api, on_decision=lambda d: decisions.update([d]))
+        first = asyncio.create_task(authorizer.check(rbac["reader"]))
+        second = asyncio.create_task(authorizer.check(rbac["reader"]))
+        await asyncio.sleep(0)  # one step each: the first began the review, the second waits
+        assert not first.done() and not second.done()
+        first.cancel()
+        verdict = await second
+    assert verdict.decision is Decision.ALLOWED and verdict.user == "reader"
+    assert first.cancelled() and decisions == {"allowed": 1}
+
+
 async def test_missing_review_permissions_are_a_clear_error(
     cluster: ControlPlane, rbac: dict[str, str], tmp_path: Path
 ) -> None:

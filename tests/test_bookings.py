@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from gateway.domain import lenient
 from gateway.domain.bookings import parse_bookings, total_resources
 from gateway.domain.lenient import Reader
 from gateway.domain.records import ConsumerBooking, ReservationBooking
@@ -49,3 +50,20 @@ def test_totals_add_every_booking_exactly() -> None:
     }
     assert reserved == {"cpu": 2, "memory": 6 * GiB}
     assert total_resources([]) == {}
+
+
+def test_the_strings_bookings_share_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Projects and users are shared without a call per booking; host after host of
+    new ones (months of churn) still keeps no more than the limit and one host's."""
+    monkeypatch.setattr(lenient, "_SHARED_LIMIT", 10)
+    lenient._STRINGS.clear()  # only sharing is lost: the next strings are shared again
+    per_host = 4
+    for host in range(20):
+        entries = [
+            consumer(
+                uuid_of(i), {"cpu": "1"}, consumerType="INSTANCE", projectID=f"p{i}", userID=f"u{i}"
+            )
+            for i in range(host * per_host, (host + 1) * per_host)
+        ]
+        parse_bookings(Reader(), entries, f"node-{host}")
+    assert len(lenient._STRINGS) <= 10 + 3 * per_host

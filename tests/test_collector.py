@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 
 import pytest
 
@@ -38,5 +39,28 @@ def test_settle_freezes_what_is_alive_and_keeps_collecting_new_objects() -> None
         settle()
         assert gc.get_freeze_count() > 0
         assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+
+
+class Cycle:
+    """An object that refers to itself: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_settle_freezes_no_cyclic_garbage_of_the_oldest_generation() -> None:
+    """Garbage that lived long enough to reach the oldest generation (the executor
+    of a long query that ended in an error) is collected, not kept for good."""
+    gc.unfreeze()
+    try:
+        with collector_paused():  # no collection but the ones here
+            garbage = Cycle()
+            gone = weakref.ref(garbage)
+            gc.collect()  # it survives one: it is in the oldest generation now
+            del garbage
+            settle()
+        assert gone() is None
     finally:
         gc.unfreeze()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis_graphql import from_schema
 from strawberry.schema.config import StrawberryConfig
 
+from gateway.api.budget import Budget, Overrun
 from gateway.api.context import Context
 from gateway.api.executor import Executor
 from gateway.api.schema import build_schema, schema, sdl
@@ -257,25 +259,33 @@ def test_subscribers_of_one_text_share_its_parsed_document() -> None:
     assert {ParserCache, ValidationCache} <= made
 
 
-def test_an_answered_operation_frees_its_snapshot_without_the_cyclic_collector() -> None:
+@pytest.mark.parametrize("overrun", [False, True])
+def test_an_operation_frees_its_snapshot_without_the_cyclic_collector(overrun: bool) -> None:
+    """Answered, or ended by its budget in the middle (a frozen executor that is then
+    left in a cycle is never freed)."""
     import gc
     import weakref
 
     own = Store()
     own.replace(generate(3, seed=2, bookings_per_host=1))
     context = Context(own, SyncStatus(source="test", synced=True), None)  # type: ignore[arg-type]
+    if overrun:
+        context.budget = Budget(60.0, max_bytes=0)
+        context.budget.ticks = 1  # looked at with the first field
     held = weakref.ref(context.snapshot)
     collecting = gc.isenabled()
     gc.disable()  # a gc.freeze (the store's settle) would keep whatever a cycle holds
     try:
-        result = execute(
-            schema._schema,
-            parse("{ hypervisors { nodes { name } } }"),
-            context_value=context,
-            executor_class=Executor,
-        )
-        assert isinstance(result, ExecutionResult) and not result.errors
-        del context, result
+        with pytest.raises(Overrun) if overrun else contextlib.nullcontext():
+            result = execute(
+                schema._schema,
+                parse("{ hypervisors { nodes { name } } }"),
+                context_value=context,
+                executor_class=Executor,
+            )
+            assert isinstance(result, ExecutionResult) and not result.errors
+            del result
+        del context
         own.replace([])  # the store moves on: nothing but the answer held the old snapshot
         assert held() is None
     finally:

@@ -14,7 +14,7 @@ import websockets
 from kubernetes.aio import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.http.auth import KubernetesAuthorizer
+from gateway.http.auth import KubernetesAuthorizer, Verdict
 from gateway.http.cache import BoundedMemoryCache, ResponseCache
 from gateway.http.metrics import Metrics, OperationNames
 from gateway.store.store import Store
@@ -94,6 +94,23 @@ async def test_requests_are_counted_by_operation_and_outcome(gw: Gateway) -> Non
         ]
         > 0
     )
+
+
+class BrokenAuthorizer:
+    """An authorizer with a bug: every check raises."""
+
+    async def check(self, token: str | None) -> Verdict:
+        raise RuntimeError("a bug")
+
+
+async def test_a_request_that_fails_with_500_is_counted() -> None:
+    async with gateway(fleet.objects(), authorizer=BrokenAuthorizer()) as running:
+        with pytest.raises(RuntimeError, match="a bug"):  # the test client re-raises it
+            await running.post("query Count { hypervisors { totalCount } }")
+        failed = await running.value(
+            "graphql_requests_total", operation="unknown", outcome="failed"
+        )
+    assert failed == 1
 
 
 async def test_probes_graphiql_and_scrapes_are_not_graphql_requests(gw: Gateway) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from decimal import Decimal
 from fractions import Fraction
 
@@ -372,3 +373,19 @@ def test_parse_number(value: object, number: Fraction) -> None:
 def test_parse_number_rejects(value: object) -> None:
     with pytest.raises(QuantityError):
         parse_number(value)
+
+
+def test_remembered_spellings_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clients spell amounts too (a slots request): long spellings, each remembered,
+    take no more memory than the bound, and are still parsed right past it."""
+    from gateway.domain import quantity
+
+    cache: dict[str | int, Decimal] = {}
+    monkeypatch.setattr(quantity, "_CACHE", cache)
+    monkeypatch.setattr(quantity, "_CACHE_BYTES", 10_000)
+    monkeypatch.setattr(quantity, "_cached_bytes", 0)
+    spellings = [f"{n:0{MAX_LENGTH - 2}d}Gi" for n in range(200)]
+    assert [parse_quantity(s) for s in spellings] == [n * 2**30 for n in range(200)]
+    kept = sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in cache.items())
+    assert 0 < kept <= 10_000 and quantity._cached_bytes == kept
+    assert parse_quantity(spellings[0]) is cache[spellings[0]]

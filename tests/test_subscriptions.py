@@ -12,6 +12,9 @@ import pytest
 import websockets
 
 from gateway.api.totals import fleet_groups
+from gateway.domain.flavors import NO_CATALOG
+from gateway.http.websocket import SubscriptionServer
+from gateway.store.consumers import ConsumerIndex
 from gateway.store.store import Store
 from tests import fleet
 from tests.support import listening, run_server
@@ -124,6 +127,41 @@ async def test_moving_out_of_the_filter_reads_as_deleted(server: tuple[str, Stor
         }
 
 
+async def test_a_change_links_within_the_fleet_it_was_made_in(server: tuple[str, Store]) -> None:
+    """A deleted host's bookings lead back to it and to their consumers as they were;
+    a change's links never read a later fleet either."""
+    address, store = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "1",
+            """subscription { hypervisorChanged { type hypervisor { name consumers {
+            uuid hypervisor { name } consumer { hypervisors { name } } } } } }""",
+        )
+        await listening(address)
+        store.delete("node-c")
+        store.upsert(modified("node-b", "10"))
+        store.delete("node-a")  # before node-b's change is sent: C3 still on node-a there
+        booked = {"uuid": fleet.C5, "hypervisor": {"name": "node-c"}}
+        assert await client.next() == {
+            "hypervisorChanged": {
+                "type": "DELETED",
+                "hypervisor": {
+                    "name": "node-c",
+                    "consumers": [{**booked, "consumer": {"hypervisors": [{"name": "node-c"}]}}],
+                },
+            }
+        }
+        node_b = (await client.next())["hypervisorChanged"]["hypervisor"]
+        migrating = {"hypervisors": [{"name": "node-a"}, {"name": "node-b"}]}
+        assert node_b["consumers"][0] == {
+            "uuid": fleet.C3,
+            "hypervisor": {"name": "node-b"},
+            "consumer": migrating,
+        }
+        deleted = (await client.next())["hypervisorChanged"]
+        assert deleted["type"] == "DELETED" and deleted["hypervisor"]["name"] == "node-a"
+
+
 async def test_consumer_changed(server: tuple[str, Store]) -> None:
     address, store = server
     async for client in connect(address, TRANSPORT_WS):
@@ -147,6 +185,51 @@ async def test_consumer_changed(server: tuple[str, Store]) -> None:
         }
         store.delete("node-a")
         assert await client.next() == {"consumerChanged": None}
+
+
+async def test_consumer_changed_misses_no_change_made_while_its_first_message_is_sent(
+    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change made as the consumer's first message goes out is the next message:
+    the subscription listens for changes before it reads the consumer."""
+    address, store = server
+    node_b = modified("node-b", "10")
+    node_b["spec"]["bookings"] = node_b["spec"]["bookings"][1:]  # C3's migration finished
+    encode = SubscriptionServer.encode_json
+
+    def changing(self: SubscriptionServer, data: object) -> str:
+        if isinstance(data, dict) and data.get("type") == "next" and node_b:
+            store.upsert(node_b.copy())
+            node_b.clear()
+        return encode(self, data)
+
+    monkeypatch.setattr(SubscriptionServer, "encode_json", changing)
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "c", "subscription($u: UUID!) { consumerChanged(uuid: $u) { migrating } }", u=fleet.C3
+        )
+        assert await client.next() == {"consumerChanged": {"migrating": True}}
+        assert await client.next() == {"consumerChanged": {"migrating": False}}
+
+
+async def test_consumer_changed_indexes_the_consumers_in_a_worker_thread(
+    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_loop: list[bool] = []
+    index = ConsumerIndex.of.__func__  # type: ignore[attr-defined]
+
+    def watched(cls: type[ConsumerIndex], *args: Any) -> ConsumerIndex:
+        on_loop.append(asyncio._get_running_loop() is not None)
+        return index(cls, *args)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ConsumerIndex, "of", classmethod(watched))
+    address, _ = server
+    async for client in connect(address, TRANSPORT_WS):
+        await client.subscribe(
+            "c", "subscription($u: UUID!) { consumerChanged(uuid: $u) { uuid } }", u=fleet.C1
+        )
+        assert await client.next() == {"consumerChanged": {"uuid": fleet.C1}}
+    assert on_loop == [False]
 
 
 async def test_fleet_capacity_is_coalesced_and_latest(server: tuple[str, Store]) -> None:
@@ -209,10 +292,10 @@ async def test_live_totals_are_computed_once_for_all_their_subscribers(
     computed: list[tuple[int, str]] = []
     on_loop: list[bool] = []
 
-    def counting(snapshot: Any, where: Any, group_by: Any) -> Any:
+    def counting(snapshot: Any, where: Any, group_by: Any, *rest: Any) -> Any:
         computed.append((snapshot.generation, str(group_by)))
         on_loop.append(asyncio._get_running_loop() is not None)
-        return fleet_groups(snapshot, where, group_by)
+        return fleet_groups(snapshot, where, group_by, *rest)
 
     monkeypatch.setattr(subscriptions, "fleet_groups", counting)
     address, store = server
@@ -277,6 +360,40 @@ async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
     assert got[:4] == [{"hypervisorChanged": changed}] * 4
     assert got[4] == {"hypervisorChanged": {"type": "MODIFIED", "hypervisor": {"name": "node-a"}}}
     assert sorted(executed) == sorted(['{"zone": "qa-de-1a"}', "{}", "{}"])
+
+
+async def test_subscribers_with_the_same_label_selector_share_an_execution(
+    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A selector is its text: each subscriber's parse of it is the same argument."""
+    from gateway.api.executor import Executor
+
+    executed: list[str] = []
+    execute = Executor._execute_operation
+
+    def counting(self: Executor, serially: bool | None) -> Any:
+        executed.append(self._variables_text())
+        return execute(self, serially)
+
+    monkeypatch.setattr(Executor, "_execute_operation", counting)
+    address, store = server
+    query = """subscription($s: LabelSelector) { hypervisorChanged(filter: {labelSelector: $s})
+        { type hypervisor { name } } }"""
+    selector = "topology.kubernetes.io/zone in (qa-de-1a)"
+    async with contextlib.AsyncExitStack() as stack:
+        clients = []
+        for protocol in (TRANSPORT_WS, LEGACY_WS):
+            client = await stack.enter_async_context(
+                contextlib.asynccontextmanager(connect)(address, protocol)
+            )
+            await client.subscribe("s", query, s=selector)
+            clients.append(client)
+        await listening(address, streams=len(clients))
+        store.upsert(modified("node-a", "10"))
+        got = [await client.next() for client in clients]
+    changed = {"type": "MODIFIED", "hypervisor": {"name": "node-a"}}
+    assert got == [{"hypervisorChanged": changed}] * 2
+    assert len(executed) == 1, executed
 
 
 async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, Store]) -> None:
@@ -381,3 +498,21 @@ async def test_websocket_origins_are_an_allow_list() -> None:
             ) as ws:
                 await ws.send(json.dumps({"type": "connection_init"}))
                 assert json.loads(await ws.recv())["type"] == "connection_ack"
+
+
+async def test_live_totals_kept_per_snapshot_are_bounded() -> None:
+    """A quiet fleet keeps one snapshot for long: subscribers asking ever new filters
+    of it must not make its kept totals grow without end."""
+    from gateway.api import subscriptions
+    from gateway.api.enums import FleetGrouping
+    from gateway.api.filters import HypervisorFilter
+
+    store = Store()
+    store.replace(fleet.objects())
+    snapshot = store.snapshot
+    for n in range(subscriptions.MAX_TOTALS + 10):
+        groups = await subscriptions.shared_groups(
+            snapshot, HypervisorFilter(names=[f"node-{n}"]), FleetGrouping.NONE, NO_CATALOG
+        )
+        assert groups[0].hypervisor_count == 0
+    assert len(subscriptions._totals[snapshot]) == subscriptions.MAX_TOTALS

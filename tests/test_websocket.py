@@ -98,24 +98,6 @@ async def test_a_query_runs_off_the_event_loop_and_stops_at_its_deadline(
         assert isinstance(run.outcome, Overrun) and run.budget.looks_past_deadline() == 1
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_queries_over_websocket_answer_like_http(protocol: str) -> None:
-    query = "{ hypervisors { totalCount nodes { name } } }"
-    async with run_server(fleet.objects()) as (address, _):
-        async with websockets.connect(f"ws://{address}/graphql", subprotocols=[protocol]) as ws:
-            await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
-            assert json.loads(await ws.recv())["type"] == "connection_ack"
-            kind = "subscribe" if protocol == TRANSPORT_WS else "start"
-            await ws.send(json.dumps({"id": "1", "type": kind, "payload": {"query": query}}))
-            message = json.loads(await asyncio.wait_for(ws.recv(), 10))
-            while message["type"] == "ka":
-                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
-        async with httpx.AsyncClient() as client:
-            response = await client.post(f"http://{address}/graphql", json={"query": query})
-    assert message["type"] in ("next", "data")
-    assert message["payload"] == response.json()
-
-
 DEEP = "[" * 1000 + "]" * 1000
 
 

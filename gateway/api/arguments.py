@@ -11,7 +11,7 @@ is left to the resolvers.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, NewType
 
@@ -32,10 +32,14 @@ ResourceName = NewType("ResourceName", str)
 
 @dataclass(frozen=True, slots=True)
 class LabelSelector:
-    """A label selector as given, and the predicate it compiles to."""
+    """A label selector as given, and the predicate it compiles to.
+
+    Its text is its identity (equality, hash, repr): two subscribers who give the
+    same selector ask the same question, and share its answers.
+    """
 
     text: str
-    matches: Matcher
+    matches: Matcher = field(compare=False, repr=False)
 
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")

@@ -128,13 +128,20 @@ class Context:
         A WebSocket connection's context is shared by its operations and follows the
         store; one query's answer must come from one snapshot and spend its own budget.
         """
+        return self.pinned_to(self.store.snapshot)
+
+    def pinned_to(self, snapshot: Snapshot) -> Context:
+        """A context like this one that reads ``snapshot``: for one query, or one
+        subscription event, whose links are followed in the fleet its payload is from."""
         context = Context(
             self.store,
             self.status,
             self.feed,
             coalesce_interval=self.coalesce_interval,
             max_page_size=self.max_page_size,
+            catalog=self.catalog,
         )
+        context._snapshot = snapshot
         context.connection_params = self.connection_params
         return context
 

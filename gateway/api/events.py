@@ -10,9 +10,10 @@ event's result is kept under its operation, variables and payload, and the next
 subscriber of that operation takes it as it is. :class:`Recent` keeps both: the
 results, and the payloads of host changes.
 
-What a subscription event's selection reads is its payload and the flavor
-catalog; the context's snapshot too, so a subscriber may get the result an
-earlier one made moments before, of the same event. Documents are parsed once
+What a subscription event's selection reads is its payload, the snapshot the
+payload names (a host's change or a consumer: its links are followed in the
+fleet it is part of) and the flavor catalog, so a subscriber may get the result
+an earlier one made moments before, of the same event. Documents are parsed once
 per text (Strawberry's parser cache), so one text is one operation node. Kept
 results hold what they are filed under, so that the ids in a key are not
 reused while it is kept. Subscription events run on the event loop only: no

@@ -44,9 +44,11 @@ from graphql.execution.values import get_argument_values
 from graphql.pyutils import Path
 
 from gateway.api.budget import Budget
+from gateway.api.context import Context
 from gateway.api.events import Recent
 from gateway.api.reuse import REUSABLE, Completed, Kept
 from gateway.api.shortcuts import Attribute, Lookup
+from gateway.store.snapshot import Snapshot
 
 __all__ = ["Executor"]
 
@@ -92,9 +94,17 @@ class Executor(IncrementalExecutor):
 
     def build_per_event_executor(self, payload: Any) -> Executor:
         """graphql-core's copy for one event, with the variables' text made once for all
-        the events (a json.dumps per event and subscriber cost more than executing it)."""
+        the events (a json.dumps per event and subscriber cost more than executing it).
+
+        A payload that names its snapshot (a host's change, a consumer) is executed
+        in it: its links lead to the fleet it is part of, not to the store's by then.
+        """
         self._variables_text()
-        return super().build_per_event_executor(payload)  # type: ignore[return-value]
+        executor: Executor = super().build_per_event_executor(payload)  # type: ignore[assignment]
+        snapshot = getattr(payload, "snapshot", None)
+        if isinstance(snapshot, Snapshot) and isinstance(self.context_value, Context):
+            executor.context_value = self.context_value.pinned_to(snapshot)
+        return executor
 
     def _execute_operation(self, serially: bool | None) -> Any:
         """graphql-core's, leaving nothing that keeps the executor alive once answered.
@@ -104,10 +114,15 @@ class Executor(IncrementalExecutor):
         context holds, lived on until the cyclic collector found it, and a
         ``gc.freeze`` (the store's settle) in between kept it for good: under
         churn, a pinned old snapshot per freeze, whose replaced records were never
-        freed. Every resolver here is synchronous, so once a result is made
-        nothing asks for the helpers again.
+        freed. Every resolver here is synchronous, so once a result is made, or the
+        operation ended midway (its budget overrun, an offload), nothing asks for
+        the helpers again.
         """
-        result = super().execute_operation(serially)
+        try:
+            result = super().execute_operation(serially)
+        except BaseException:
+            del self.async_helpers
+            raise
         if not self.is_awaitable(result):
             del self.async_helpers
         return result

@@ -1,6 +1,7 @@
 """GraphQL subscriptions: live changes of hypervisors, consumers and fleet totals."""
 
 import asyncio
+import dataclasses
 import weakref
 from asyncio import Future
 from collections.abc import AsyncGenerator
@@ -14,14 +15,14 @@ from gateway.api.arguments import UUID
 from gateway.api.context import Context
 from gateway.api.enums import FleetGrouping
 from gateway.api.events import Recent
-from gateway.api.filters import HypervisorFilter, compile_filter
-from gateway.api.objects import Consumer, Hypervisor, consumer_view
+from gateway.api.filters import HypervisorFilter, Predicate, compile_filter
+from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
 from gateway.domain.flavors import Catalog
+from gateway.store.snapshot import Change, Snapshot
 from gateway.store.snapshot import ChangeType as StoreChangeType
-from gateway.store.snapshot import Snapshot
 
 __all__ = ["Subscription"]
 
@@ -41,6 +42,8 @@ class HypervisorChange:
     hypervisor: Hypervisor = strawberry.field(
         description="The new state; for DELETED, the last state before it went away."
     )
+    #: The fleet the change's links are followed in: the one its record is part of.
+    snapshot: strawberry.Private[Snapshot]
 
 
 @strawberry.type(description="Live updates. Subscribe over WebSocket on /graphql.")
@@ -58,11 +61,11 @@ class Subscription:
         ] = None,
     ) -> AsyncGenerator[HypervisorChange, None]:
         matches = compile_filter(filter, info.context.catalog)
-        async for change in info.context.feed.changes(on_lag=info.context.cut_off):
-            before = change.previous is not None and matches(change.previous)
-            after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
-            if before or after:
-                yield _view(change.hypervisor, _change_type(change.type, before, after))
+        with info.context.feed.changes(on_lag=info.context.cut_off) as changes:
+            async for commit in changes:
+                for change in commit.changes:
+                    if (kind := _change_type(change, matches)) is not None:
+                        yield _view(change.hypervisor, kind, commit.holding(change))
 
     @strawberry.subscription(
         description="The consumer now, then again whenever one of its bookings changes; "
@@ -74,11 +77,12 @@ class Subscription:
         uuid: Annotated[UUID, strawberry.argument(description="Consumer UUID (any case).")],
     ) -> AsyncGenerator[Consumer | None, None]:
         wanted = uuid.lower()
-        yield consumer_view(info.context, wanted)  # type: ignore[misc]
-        async for change in info.context.feed.changes(on_lag=info.context.cut_off):
-            states = (change.hypervisor, change.previous)
-            if any(h is not None and domain.has_consumer(h, wanted) for h in states):
-                yield consumer_view(info.context, wanted)  # type: ignore[misc]
+        # Listening before the first read: a change made while it is sent comes next.
+        with info.context.feed.changes(on_lag=info.context.cut_off) as changes:
+            yield await _consumer(info.context.store.snapshot, wanted)  # type: ignore[misc]
+            async for commit in changes:
+                if any(_books(change, wanted) for change in commit.changes):
+                    yield await _consumer(commit.after, wanted)  # type: ignore[misc]
 
     @strawberry.subscription(
         description="fleetCapacity now, then the newest totals whenever they change, at most "
@@ -109,6 +113,9 @@ Totals = list[fleet.FleetGroup]
 #: Totals per snapshot, per (filter, grouping): gone with the snapshot.
 _totals: weakref.WeakKeyDictionary[Snapshot, dict[tuple[str, FleetGrouping], Future[Totals]]]
 _totals = weakref.WeakKeyDictionary()
+#: Totals kept per snapshot at most, the oldest asked let go first: a quiet fleet's
+#: snapshot is current for hours, asked by subscribers with ever new filters.
+MAX_TOTALS = 256
 
 
 async def shared_groups(
@@ -136,25 +143,53 @@ async def shared_groups(
                 asyncio.to_thread(fleet_groups, snapshot, where, group_by, None, catalog)
             )
         per_snapshot[key] = found
+        if len(per_snapshot) > MAX_TOTALS:
+            del per_snapshot[next(iter(per_snapshot))]
     return await asyncio.shield(found)  # one subscriber leaving does not cancel the others'
 
 
 #: Each change's message payload, one per kind, for all its subscribers (gateway.api.events):
-#: filed under the record it shows, not the change, which holds the record it replaced too.
+#: filed under the record it shows and its snapshot, not the change, which holds the
+#: record it replaced too.
 _views: Recent[HypervisorChange] = Recent()
 
 
-def _view(record: domain.Hypervisor, kind: ChangeType) -> HypervisorChange:
-    view = _views.get((record,), kind)
+def _view(record: domain.Hypervisor, kind: ChangeType, snapshot: Snapshot) -> HypervisorChange:
+    view = _views.get((record, snapshot), kind)
     if view is None:
-        view = HypervisorChange(type=kind, hypervisor=record)  # type: ignore[arg-type]
-        _views.put((record,), view, kind)
+        view = HypervisorChange(type=kind, hypervisor=record, snapshot=snapshot)  # type: ignore[arg-type]
+        _views.put((record, snapshot), view, kind)
     return view
 
 
-def _change_type(kind: StoreChangeType, before: bool, after: bool) -> ChangeType:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ConsumerEvent(ConsumerRecord):
+    """A consumer as a message shows it, with the fleet its links are followed in."""
+
+    snapshot: Snapshot
+
+
+async def _consumer(snapshot: Snapshot, uuid: str) -> _ConsumerEvent | None:
+    """The consumer in ``snapshot``; its first index of the consumers (a pass over
+    every booking) in a worker thread, as a query's is."""
+    if not snapshot.indexes_consumers():
+        await asyncio.to_thread(lambda: snapshot.by_consumer)
+    bookings = snapshot.by_consumer.get(uuid)
+    return _ConsumerEvent(uuid, bookings, snapshot) if bookings else None
+
+
+def _books(change: Change, uuid: str) -> bool:
+    """Whether the host ``change`` is about booked ``uuid`` before or after it."""
+    states = (change.hypervisor, change.previous)
+    return any(h is not None and domain.has_consumer(h, uuid) for h in states)
+
+
+def _change_type(change: Change, matches: Predicate) -> ChangeType | None:
+    """What ``change`` is to a subscriber of the hosts ``matches`` selects; None: nothing."""
+    before = change.previous is not None and matches(change.previous)
+    after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
     if before and not after:
         return ChangeType.DELETED
     if after and not before:
         return ChangeType.ADDED
-    return ChangeType.MODIFIED
+    return ChangeType.MODIFIED if before else None

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from gateway.domain.lenient import Reader, remembered, share, shared_string
+from gateway.domain.lenient import Reader, bound_shared, remembered, share, shared_string
 from gateway.domain.quantity import CONTEXT
 from gateway.domain.records import Booking, ConsumerBooking, ReservationBooking, add_amounts
 
@@ -25,6 +25,7 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 
 def parse_bookings(p: Reader, value: Any, hypervisor: str) -> tuple[Booking, ...]:
     """``spec.bookings`` as records; entries that cannot be one are warned about and skipped."""
+    bound_shared()  # the loop shares strings with `share`, which does not look
     bookings: list[Booking] = []
     seen_consumers: set[str] = set()
     seen_reservations: set[str] = set()

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from gateway.domain.memo import Memo
 from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
 
-__all__ = ["Reader", "remembered", "share", "shared_string"]
+__all__ = ["Reader", "bound_shared", "remembered", "share", "shared_string"]
 
 
 class Reader:
@@ -147,7 +147,7 @@ _MAPS: Memo[tuple[tuple[str, Any], ...], Mapping[str, Any]] = Memo()
 _READ: Memo[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = Memo()
 _STRINGS: dict[str, str] = {}
 #: ``share(text, text)`` is :func:`shared_string` without a Python call, for the hot
-#: loops; the strings are bounded by the calls of :func:`shared_string` in between.
+#: loops: each calls :func:`bound_shared` first, so it adds only its own to the limit.
 share = _STRINGS.setdefault
 _SHARED_LIMIT = 100_000
 _V = TypeVar("_V")
@@ -173,6 +173,12 @@ def remembered(value: Any) -> Mapping[str, Decimal] | None:
 
 def shared_string(text: str) -> str:
     """One copy of a string that repeats across a fleet (a project, a consumer type)."""
-    if len(_STRINGS) >= _SHARED_LIMIT:  # a fleet's own strings, over months of changes
-        _STRINGS.clear()
+    bound_shared()
     return share(text, text)
+
+
+def bound_shared() -> None:
+    """Let the shared strings go once there are as many as the limit (a fleet's own,
+    over months of changes): the strings made next are shared again."""
+    if len(_STRINGS) >= _SHARED_LIMIT:
+        _STRINGS.clear()

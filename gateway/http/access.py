@@ -3,8 +3,8 @@
 The GraphQL endpoint tells what only it knows through ``request.state``:
 ``operation`` (the operation's name, None when it has none; absent when the
 request was refused before an operation was identified) and ``outcome`` (ok,
-error or rejected; absent for anything that is not a GraphQL request, such as
-GraphiQL, probes or ``/metrics``).
+error, rejected or failed; absent for anything that is not a GraphQL request, such
+as GraphiQL, probes or ``/metrics``).
 
 One log line per request, with method, path, status, operation, outcome,
 duration and request id. Never the query string (GET requests carry variables

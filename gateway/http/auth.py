@@ -136,7 +136,7 @@ class KubernetesAuthorizer:
         self.on_decision = on_decision
         self._clock = clock
         self._cache: OrderedDict[str, tuple[float, Verdict]] = OrderedDict()
-        self._pending: dict[str, asyncio.Future[Verdict]] = {}
+        self._pending: dict[str, asyncio.Task[Verdict]] = {}
         #: Loads the gateway's credentials into the client again (token and certificate).
         self._credentials = credentials
         self.reload_interval = reload_interval
@@ -151,20 +151,17 @@ class KubernetesAuthorizer:
         if cached is not None and cached[0] > self._clock():
             self._cache.move_to_end(key)
             return cached[1]
-        pending = self._pending.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
-        self._pending[key] = future
-        try:
-            verdict = self._record(await self._review(token))
-            future.set_result(verdict)
-        except BaseException as error:
-            future.set_exception(error)
-            future.exception()  # retrieved: no "never retrieved" warning for lone callers
-            raise
-        finally:
-            del self._pending[key]
+        review = self._pending.get(key)
+        if review is None:
+            # A task of its own, every request awaiting it shielded: one that goes away
+            # (its client hung up) must not cancel the review for all the others.
+            review = self._pending[key] = asyncio.create_task(self._decide(key, token))
+            review.add_done_callback(lambda _: self._pending.pop(key, None))
+        return await asyncio.shield(review)
+
+    async def _decide(self, key: str, token: str) -> Verdict:
+        """Review ``token`` (hashed to ``key``) and keep the verdict for its TTL."""
+        verdict = self._record(await self._review(token))
         if verdict.decision is not Decision.ERROR:
             ttl = self.allowed_ttl if verdict.allowed else self.denied_ttl
             self._cache[key] = (self._clock() + ttl, verdict)

@@ -233,7 +233,7 @@ class ResponseCache:
         return bytes(value)
 
     async def set(self, key: str, value: bytes, reads: Reads | None = None) -> None:
-        """File an answer; in memory, with what it read (none given: the fleet)."""
+        """File an answer; in memory, with what it read (none given: not filed)."""
         if self._clock() < self._down_until or len(value) > self.max_entry_bytes:
             return
         if not self.shared:

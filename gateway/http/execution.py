@@ -65,13 +65,17 @@ class Execution:
 
         Raises :class:`HttpError` (429) when every slot is taken (an operation run on
         the loop takes none), and :class:`RequestError` (400) for an operation over its
-        time or size.
+        time or size, or whose variables were refused (it never ran).
         """
         budget = context.budget = self._budget()
 
         def work() -> T:
             try:
                 result = execute_document(self.schema, document, context, variables, operation_name)
+                errors = result.errors
+                if errors and result.data is None and all(e.path is None for e in errors):
+                    # No path: variable coercion failed, nothing was executed.
+                    raise RequestError(errors)
                 return finish(result)
             except Overrun as overrun:
                 error = LimitError(overrun.message, extensions={"code": overrun.code})

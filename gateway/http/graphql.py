@@ -89,7 +89,11 @@ class GraphQLEndpoint:
         """ASGI: every answer goes out as two messages, with no Response object to build."""
         request = Request(scope, receive)
         request_id = os.urandom(8).hex()
-        answer = await self._answer(request, request_id)
+        try:
+            answer = await self._answer(request, request_id)
+        except Exception:
+            request.state.outcome = "failed"  # a bug: the server answers 500
+            raise
         headers = [
             (b"content-length", b"%d" % len(answer.body)),
             (b"content-type", f"{answer.media_type}; charset=utf-8".encode()),
@@ -164,9 +168,6 @@ class GraphQLEndpoint:
 
     def _finish(self, result: ExecutionResult, request_id: str) -> tuple[bytes, bool]:
         """The answer's body, and whether it has errors: in the worker thread for a large one."""
-        if result.errors and result.data is None and all(e.path is None for e in result.errors):
-            # No path: variable coercion failed, nothing was executed.
-            raise RequestError(result.errors)
         body = _encode(self._format(result, request_id))
         if len(body) > self.limits.max_response_bytes:
             message = f"response larger than the limit of {self.limits.max_response_bytes} bytes"

@@ -42,8 +42,9 @@ from gateway.store.store import Store
 __all__ = ["AUTH_DECISIONS", "OUTCOMES", "Metrics", "OperationNames", "StateCollector"]
 
 PREFIX = "hypervisor_gateway_"
-#: ok: executed without errors; error: executed, with errors; rejected: never executed.
-OUTCOMES = ("ok", "error", "rejected")
+#: ok: executed without errors; error: executed, with errors; rejected: never executed;
+#: failed: no answer, a server error (500).
+OUTCOMES = ("ok", "error", "rejected", "failed")
 AUTH_DECISIONS = ("allowed", "denied", "invalid", "error")
 WATCH_EVENTS = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
 #: Seconds; from a cache hit (sub-millisecond) to a query near the time limit.

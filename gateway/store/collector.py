@@ -35,14 +35,18 @@ def settle() -> None:
     A fleet is millions of long-lived objects with no cycles. Left in the oldest
     generation, each of its collections walks all of them: a 5,000-host fleet
     paused every query caught by one for about 0.2 s (p99 of a small query: 222 ms;
-    frozen: 9 ms). Frozen objects are still freed as usual when no longer referenced.
-    Young generations are collected first, so recent cyclic garbage is not frozen.
+    frozen: 9 ms). Frozen objects are still freed when no longer referenced, but a
+    cycle among them never is: every generation is collected first, the oldest too,
+    where an executor of a long query that ended in an error waits, holding its
+    snapshot. Frozen objects are out of the collection, so it walks only what was
+    made since the last settle: 0.8 ms instead of 0.5 ms (median, 20,000 hosts,
+    one settle per 100 changes).
 
     Then the C heap is trimmed: building a fleet frees far more than it keeps (a
     page of raw JSON objects per page of records), and glibc keeps freed memory
     for reuse unless asked to hand it back (6 MiB after listing 5,000 hosts).
     """
-    gc.collect(1)
+    gc.collect()
     gc.freeze()
     _trim_heap()
 

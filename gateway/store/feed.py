@@ -2,10 +2,12 @@
 
 Two kinds of subscriber, because two kinds of question are asked:
 
-* an *event stream* (``hypervisorChanged``) must see every change, in order. Its
-  queue is bounded; a subscriber that falls that far behind is cut off with
-  :class:`Lagging` rather than letting its queue (and our memory) grow without
-  end, or silently dropping events it would then never know it missed.
+* an *event stream* (``hypervisorChanged``, ``consumerChanged``) must see every
+  change, in order, with the fleet it was made in. Its queue holds the store's
+  commits (their snapshots shared by every stream) and is bounded, in commits; a
+  subscriber that falls that far behind is cut off with :class:`Lagging` rather
+  than letting its queue (and our memory) grow without end, or silently dropping
+  events it would then never know it missed.
 * a *latest value* (``fleetCapacityChanged``) only needs to know that something
   changed; it then reads the newest snapshot. It never queues anything, so a slow
   reader costs nothing and always gets the latest state.
@@ -14,35 +16,52 @@ Two kinds of subscriber, because two kinds of question are asked:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import NamedTuple
 
-from gateway.store.snapshot import Change, Snapshot
+from gateway.store.snapshot import Change, ChangeType, Snapshot
 from gateway.store.store import Store
 
-__all__ = ["Feed", "Lagging"]
+__all__ = ["Commit", "Feed", "Lagging"]
 
 
 class Lagging(Exception):
-    """The subscriber fell more than its queue's length behind the store."""
+    """The subscriber fell more than its queue's length behind the store: that many
+    commits (one watch event, or one relist however many hosts it changed)."""
+
+
+class Commit(NamedTuple):
+    """The changes the store made at once, and the fleet before and after them."""
+
+    changes: list[Change]
+    before: Snapshot
+    after: Snapshot
+
+    def holding(self, change: Change) -> Snapshot:
+        """The snapshot ``change``'s record is in: the one made, or for a deletion the
+        one before."""
+        return self.before if change.type is ChangeType.DELETED else self.after
 
 
 class _Stream:
     def __init__(self, limit: int, on_lag: Callable[[], None] | None) -> None:
-        self.queue: asyncio.Queue[list[Change]] = asyncio.Queue(limit)
+        self.queue: asyncio.Queue[Commit] = asyncio.Queue(limit)
         self.lagging = False
         self.on_lag = on_lag
 
-    def put(self, changes: list[Change]) -> None:
+    def put(self, commit: Commit) -> None:
         if self.lagging:
             return
         try:
-            self.queue.put_nowait(changes)
+            self.queue.put_nowait(commit)
         except asyncio.QueueFull:
             self.lagging = True
-            # Wake the reader so it learns it lags now, not after the backlog; and tell
-            # the connection, whose reader may be stuck writing to a stalled socket.
+            # Wake the reader so it learns it lags now, not after the backlog (what it
+            # then gets is not read); and tell the connection, whose reader may be
+            # stuck writing to a stalled socket.
             self.queue.get_nowait()
-            self.queue.put_nowait([])
+            self.queue.put_nowait(commit)
             if self.on_lag is not None:
                 self.on_lag()
 
@@ -59,8 +78,11 @@ class Feed:
         # Set, then replaced, on every change: waiters hold the one current when they began.
         self._changed = asyncio.Event()
         self._unlisten: Callable[[], None] | None = None
+        #: The snapshot of the last change heard: the fleet before the next one.
+        self._seen = store.snapshot
 
     def start(self) -> None:
+        self._seen = self.store.snapshot
         self._unlisten = self.store.listen(self._on_change)
 
     def stop(self) -> None:
@@ -73,28 +95,34 @@ class Feed:
         return len(self._streams)
 
     def _on_change(self, snapshot: Snapshot, changes: list[Change]) -> None:
+        commit = Commit(changes, self._seen, snapshot)
+        self._seen = snapshot
         for stream in self._streams:
-            stream.put(changes)
+            stream.put(commit)
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def changes(self, on_lag: Callable[[], None] | None = None) -> AsyncIterator[Change]:
-        """Every change from now on, in order. Raises :class:`Lagging` if too slow,
-        and calls ``on_lag`` the moment the queue overflows."""
+    @contextlib.contextmanager
+    def changes(self, on_lag: Callable[[], None] | None = None) -> Iterator[AsyncIterator[Commit]]:
+        """Every commit of changes from entering on, in order, read as the subscriber
+        pleases: the ones made meanwhile wait for it. Raises :class:`Lagging` if too
+        slow, and calls ``on_lag`` the moment the queue overflows."""
         stream = _Stream(self.queue_limit, on_lag)
         self._streams.add(stream)
         try:
-            while True:
-                batch = await stream.queue.get()
-                if stream.lagging:
-                    raise Lagging(
-                        f"subscriber fell more than {self.queue_limit} changes behind; "
-                        "subscribe again to resume from the current state"
-                    )
-                for change in batch:
-                    yield change
+            yield self._read(stream)
         finally:
             self._streams.discard(stream)
+
+    async def _read(self, stream: _Stream) -> AsyncIterator[Commit]:
+        while True:
+            commit = await stream.queue.get()
+            if stream.lagging:
+                raise Lagging(
+                    f"subscriber fell more than {self.queue_limit} updates of the fleet behind; "
+                    "subscribe again to resume from the current state"
+                )
+            yield commit
 
     async def snapshots(self, interval: float) -> AsyncIterator[Snapshot]:
         """The current snapshot at once, then the newest one after each change,

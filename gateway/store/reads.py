@@ -7,7 +7,7 @@ only a few hosts by name is as valid as before while those hosts are the same
 records (records are immutable and replaced on every change), and one that
 read the fleet (a list, totals, an index) while the generation is the same.
 
-Resolvers read through the request's :class:`~gateway.context.Context`, which
+Resolvers read through the request's :class:`~gateway.api.context.Context`, which
 records what they read: by name, or the whole snapshot.
 """
 

@@ -1,7 +1,7 @@
 """Snapshots: the fleet at one store generation, and what questions made of it.
 
-A snapshot never changes: a query that holds one sees one consistent fleet
-however the store moves on. What a question makes of the whole fleet is kept on
+A snapshot's fleet never changes: a query that holds one sees one consistent
+fleet however the store moves on. What a question makes of the whole fleet is kept on
 the snapshot it was made for: indexes by zone, aggregate and trait (built once
 per snapshot, by the first question that needs them: under churn a snapshot
 nobody queries costs no indexing at all), and what the store carries forward
@@ -52,7 +52,9 @@ class Change:
 
 
 class Snapshot:
-    """An immutable view of the fleet at one store generation."""
+    """A view of the fleet at one store generation: its hosts never change; what is
+    made of them is added as questions (or the store, :meth:`take_over`, after
+    publishing it) make it."""
 
     def __init__(
         self,

@@ -54,7 +54,7 @@ _RECOUNT_ABOVE = 256
 #: Changed records after which the store takes the fleet out of the cyclic collector.
 #: Often, so that the records made since never fill the oldest generation: after
 #: 1,000 changes a full collection over them paused the loop 50-170 ms at 5,000
-#: hosts; a settle costs 0.2 ms at 20,000 (collect(1) and freeze, timed in process).
+#: hosts; a settle costs under 1 ms at 20,000 (collector.settle says what it does).
 _SETTLE_AFTER = 100
 
 
@@ -84,8 +84,10 @@ def _fingerprint(obj: Any) -> str:
 class Store:
     """Holds the current :class:`Snapshot` and tells listeners about every change.
 
-    All methods are synchronous and meant to be called from the event loop's
-    thread, so each change is atomic for every reader on that loop.
+    Its methods are synchronous. Those that change it are meant to be called from
+    the event loop's thread, so each change is atomic for every reader on that
+    loop; :meth:`prepare` (parsing, which touches nothing) and :meth:`share` (what a
+    question makes of a snapshot) run in worker threads too.
     """
 
     def __init__(self) -> None:
