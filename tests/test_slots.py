@@ -154,3 +154,13 @@ def test_memory_judged_on_bookings_is_counted_in_placement_mib() -> None:
     assert count(tracked, View.AVAILABLE, **request) == 16  # judged on its bookings
     assert count(tracked, View.ALLOCATION, **request) == 17  # libvirt's view, in bytes
     assert count(untracked, View.AVAILABLE, **request) == 17
+
+
+def test_a_ratio_is_applied_on_bookings_as_placement_applies_it() -> None:
+    """Placement multiplies in binary floats: 100 x 1.15 = 114.99999999999999 -> 114
+    vCPUs. The capacity figure stays exact (115); the room Placement grants is 114."""
+    status = {"capacity": {"cpu": 100}, "allocation": {"cpu": 0}}
+    tracked = host("t", [consumer(uuid_of(1), {"cpu": 113})], status, overcommit={"cpu": 1.15})
+    assert tracked.resources["cpu"].capacity == 115
+    assert count(tracked, View.BOOKINGS, cpu=1) == 1  # 114 - 113
+    assert count(tracked, View.ALLOCATION, cpu=1) == 115  # libvirt's view, exact: 115 - 0

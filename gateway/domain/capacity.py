@@ -140,34 +140,49 @@ def judged(view: View) -> Callable[[ResourceCapacity, bool], Bounds]:
     """What a request is judged against in ``view``: (the free figure, max_unit), of a
     resource of a host whose bookings are tracked or not; None where unknown.
 
-    Judged on bookings (the BOOKINGS view, or AVAILABLE on a tracked host), memory is
-    counted as Placement counts it, in whole MiB (section 6), so that a fit and a slot
-    are exactly Placement's: its total is the physical bytes truncated to MiB, and
-    the ratio applies to that. Elsewhere the figures are the base-unit ones.
+    Judged on bookings (the BOOKINGS view, or AVAILABLE on a tracked host), the room
+    is Placement's own (:func:`_placement_room`), so that a fit and a slot are
+    exactly what Placement would grant; elsewhere the figures are the base-unit ones.
     """
     figure = figure_of(view)
     bookings = view is View.BOOKINGS
     available = view is View.AVAILABLE
 
     def bounds(resource: ResourceCapacity, tracked: bool) -> Bounds:
-        if resource.name == "memory" and (bookings or (available and tracked)):
-            return _placement_memory(resource)
+        if bookings or (available and tracked):
+            return _placement_room(resource)
         return figure(resource), resource.physical
 
     return bounds
 
 
-def _placement_memory(resource: ResourceCapacity) -> Bounds:
-    """Free memory and max_unit in bytes of whole MiB, from Placement's inventory."""
+def _placement_room(resource: ResourceCapacity) -> Bounds:
+    """Free room and max_unit in base units, as Placement computes them.
+
+    Placement counts memory in whole MiB (its MEMORY_MB total is the physical bytes
+    truncated), and applies the allocation ratio in binary floating point:
+    ``int((total - reserved) * allocation_ratio)``, so a 100-core host at 1.15 takes
+    114 vCPUs there, not 115. The figures the API shows stay exact (section 4);
+    only the question "would Placement grant it" is answered in its arithmetic.
+    """
     if resource.physical is None or resource.reserved is None or resource.booked is None:
         return None, None
-    total = _to_placement("memory", resource.physical)
-    reserved = _to_placement("memory", resource.reserved)
-    free = CONTEXT.subtract(
-        _floor_capacity(total, reserved, resource.overcommit_ratio),
-        _to_placement("memory", resource.booked),
+    memory = resource.name == "memory"
+    total, reserved, used = (
+        (
+            _to_placement("memory", v)
+            for v in (resource.physical, resource.reserved, resource.booked)
+        )
+        if memory
+        else (resource.physical, resource.reserved, resource.booked)
     )
-    return CONTEXT.multiply(free, MEBIBYTE), CONTEXT.multiply(total, MEBIBYTE)
+    ratio = resource.overcommit_ratio
+    room = CONTEXT.to_integral_value(CONTEXT.subtract(total, reserved))
+    if ratio != ONE:
+        room = Decimal(int(float(CONTEXT.subtract(total, reserved)) * float(ratio)))
+    free = CONTEXT.subtract(room, used)
+    scale = MEBIBYTE if memory else ONE
+    return CONTEXT.multiply(free, scale), CONTEXT.multiply(total, scale)
 
 
 def admits(
