@@ -32,7 +32,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import httpx
-import pytest
 
 from gateway.domain.flavors import parse_catalog
 from harness.placement import Inventory, PlacementClient
