@@ -319,11 +319,8 @@ async def test_live_totals_are_computed_once_for_all_their_subscribers(
     assert on_loop == [False, True]
 
 
-async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
-    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Three subscribers of one text (both protocols) get one execution per change;
-    another text, or the same text with other variables, has its own."""
+def executions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The variables of every operation the executor runs from now on, as text."""
     from gateway.api.executor import Executor
 
     executed: list[str] = []
@@ -334,6 +331,15 @@ async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
         return execute(self, serially)
 
     monkeypatch.setattr(Executor, "_execute_operation", counting)
+    return executed
+
+
+async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
+    server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three subscribers of one text (both protocols) get one execution per change;
+    another text, or the same text with other variables, has its own."""
+    executed = executions(monkeypatch)
     address, store = server
     query = """subscription Changed($zone: String) { hypervisorChanged(filter: {zone: $zone}) {
         type hypervisor { name resource(name: "cpu") { free } } } }"""
@@ -366,16 +372,7 @@ async def test_subscribers_with_the_same_label_selector_share_an_execution(
     server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A selector is its text: each subscriber's parse of it is the same argument."""
-    from gateway.api.executor import Executor
-
-    executed: list[str] = []
-    execute = Executor._execute_operation
-
-    def counting(self: Executor, serially: bool | None) -> Any:
-        executed.append(self._variables_text())
-        return execute(self, serially)
-
-    monkeypatch.setattr(Executor, "_execute_operation", counting)
+    executed = executions(monkeypatch)
     address, store = server
     query = """subscription($s: LabelSelector) { hypervisorChanged(filter: {labelSelector: $s})
         { type hypervisor { name } } }"""
