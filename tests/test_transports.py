@@ -47,7 +47,33 @@ DOCUMENTS: list[tuple[str, str, dict[str, Any], bool]] = [
         {"flavor": "g_c4_m16"},
         False,
     ),
-    ("flavor-slots", "{ flavors { name slots { slots hostsWithRoom } } }", {}, False),
+    (
+        "flavor-slots",
+        "{ flavors { name requiredTraits judged slots { slots hostsWithRoom"
+        " excluded { reason hosts } } } }",
+        {},
+        False,
+    ),
+    (
+        "slots-for-a-project",
+        'query($p: String) { slots(flavor: "g_c4_m16", project: $p) { slots project'
+        " excluded { reason hosts } hypervisors { hypervisor { name } slots reason } } }",
+        {"p": "p1"},
+        False,
+    ),
+    (
+        "eligibility",
+        '{ hypervisors { nodes { name eligibility(flavor: "g_c4_m16")'
+        " { eligible reasons slots basis } } } }",
+        {},
+        False,
+    ),
+    (
+        "fits-flavor",
+        '{ hypervisors(filter: {fitsFlavor: "g_c4_m16"}) { nodes { name } } }',
+        {},
+        False,
+    ),
     ("hypervisors-with-links", LINKS, {}, False),
     ("fleet-capacity", FLEET_CAPACITY, {}, False),
     ("consumers", CONSUMERS, {}, False),
