@@ -144,6 +144,19 @@ async def test_cache_hits_and_misses(gw: Gateway) -> None:
     assert await gw.value("response_cache_misses_total") == 2
 
 
+async def test_completed_objects_kept_for_reuse_are_reported() -> None:
+    """The executor's memo of completed hosts: what it holds and what it reused."""
+    async with gateway(fleet.objects()) as gw:
+        before = await gw.value("completed_objects_hits_total")
+        page = "{ hypervisors { nodes { name zone } } }"
+        await gw.post(page)
+        await gw.post(page)  # no response cache: the hosts completed before are reused
+        assert await gw.value("completed_objects_hits_total") >= before + len(fleet.objects())
+        assert await gw.value("completed_objects") >= len(fleet.objects())
+        assert 0 < await gw.value("completed_objects_bytes") <= 32 * 2**20
+        assert await gw.value("completed_objects_evictions_total") >= 0
+
+
 async def test_no_cache_figures_without_a_cache() -> None:
     async with gateway(fleet.objects()) as running:
         assert not [name for name, _ in await running.scrape() if "response_cache" in name]

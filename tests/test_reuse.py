@@ -108,6 +108,22 @@ def test_kept_objects_are_bounded_oldest_first() -> None:
     assert kept.get((0,)) is None and kept.get((2,)) is not None
 
 
+def test_kept_objects_are_bounded_in_bytes() -> None:
+    """One client's large objects (15 MB answers of 200 hosts) cannot take the memory:
+    the answer bytes held stay within the bound, the oldest going first."""
+    kept = Kept(max_kept=1000, max_bytes=200_000)
+    operation = PAGE.definitions[0]
+    for i in range(40):
+        kept.put((i,), Completed(object(), operation, {}, {}, 75_000))  # type: ignore[arg-type]
+    assert (len(kept), kept.bytes, kept.evictions) == (2, 150_000, 38)
+    assert kept.get((39,)) is not None and kept.get((37,)) is None
+    assert kept.hits == 1
+    kept.put((99,), Completed(object(), operation, {}, {}, 300_000))  # type: ignore[arg-type]
+    assert kept.get((99,)) is None and kept.bytes == 150_000  # larger than all: not kept
+    kept.put((39,), Completed(object(), operation, {}, {}, 10))  # type: ignore[arg-type]
+    assert (len(kept), kept.bytes) == (2, 75_010)
+
+
 def test_fragments_of_the_record_are_reused_and_others_are_not() -> None:
     store, _ = fleet()
     spread = parse(

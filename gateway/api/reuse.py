@@ -42,6 +42,10 @@ __all__ = ["REUSABLE", "Completed", "Kept", "mark_reusable"]
 REUSABLE = "gateway.reusable"
 #: Objects kept at most, over all operations: a few selections of a 20,000-host fleet.
 MAX_KEPT = 65_536
+#: Answer bytes kept at most, over all objects: a client asking for large objects (50
+#: aliases of every instance of 200 hosts is 75 kB a host) fills this, not the count.
+#: The objects take some three times their JSON in memory.
+MAX_BYTES = 32 * 2**20
 #: Directives that only select; any other (defer, stream) is left to execute.
 _SELECTING = frozenset({"include", "skip"})
 
@@ -87,10 +91,19 @@ class Completed:
 
 
 class Kept:
-    """Completed objects per (record, selection), oldest evicted first."""
+    """Completed objects per (record, selection), oldest evicted first, bounded in
+    count and in the answer bytes they hold (an object without a budget to measure it
+    by counts as one byte)."""
 
-    def __init__(self, max_kept: int = MAX_KEPT) -> None:
+    def __init__(self, max_kept: int = MAX_KEPT, max_bytes: int = MAX_BYTES) -> None:
         self.max_kept = max_kept
+        self.max_bytes = max_bytes
+        #: The answer bytes of the objects kept.
+        self.bytes = 0
+        #: Lookups that found an object, and objects evicted (counted without the lock:
+        #: a figure for /metrics, which a lost increment under a race does not mislead).
+        self.hits = 0
+        self.evictions = 0
         self._kept: dict[tuple[int, ...], Completed] = {}
         self._lock = threading.Lock()
         #: Whether a selection (by operation, type and field nodes) reads only its record;
@@ -103,14 +116,25 @@ class Kept:
         return len(self._kept)
 
     def get(self, key: tuple[int, ...]) -> Completed | None:
-        return self._kept.get(key)
+        found = self._kept.get(key)
+        if found is not None:
+            self.hits += 1
+        return found
 
     def put(self, key: tuple[int, ...], completed: Completed) -> None:
+        size = max(completed.spent, 1)
+        if size > self.max_bytes:
+            return
         with self._lock:
-            self._kept.pop(key, None)
+            replaced = self._kept.pop(key, None)
+            if replaced is not None:
+                self.bytes -= max(replaced.spent, 1)
             self._kept[key] = completed
-            while len(self._kept) > self.max_kept:
-                del self._kept[next(iter(self._kept))]
+            self.bytes += size
+            while len(self._kept) > self.max_kept or self.bytes > self.max_bytes:
+                oldest = self._kept.pop(next(iter(self._kept)))
+                self.bytes -= max(oldest.spent, 1)
+                self.evictions += 1
 
     def pure(
         self,

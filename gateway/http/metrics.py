@@ -33,6 +33,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway import __version__
+from gateway.api.executor import KEPT
+from gateway.api.reuse import Kept
 from gateway.http.cache import ResponseCache
 from gateway.store.feed import Feed
 from gateway.store.snapshot import Snapshot
@@ -126,6 +128,22 @@ class StateCollector(Collector):
         )
         if self.cache is not None:
             yield from self._cache(self.cache)
+        yield from self._completed(KEPT)
+
+    def _completed(self, kept: Kept) -> Iterator[Metric]:
+        """The completed objects the executor keeps for reuse (gateway.api.reuse)."""
+        yield _gauge("completed_objects", "Completed objects kept for reuse.", len(kept))
+        yield _gauge(
+            "completed_objects_bytes",
+            f"Answer bytes of the completed objects kept (at most {kept.max_bytes}).",
+            kept.bytes,
+        )
+        yield _counter(
+            "completed_objects_hits_total", "Objects of an answer reused, not made.", kept.hits
+        )
+        yield _counter(
+            "completed_objects_evictions_total", "Kept objects evicted for room.", kept.evictions
+        )
 
     def _source(self) -> Iterator[Metric]:
         status = self.status
