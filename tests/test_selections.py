@@ -8,7 +8,7 @@ from typing import Any
 
 from gateway.domain.records import Hypervisor
 from gateway.sources.demo.source import generate
-from gateway.store.selections import KEEP_UNUSED, Selection
+from gateway.store.selections import KEEP_UNUSED, MAX_HELD, Selection
 from gateway.store.store import Store
 
 
@@ -115,3 +115,17 @@ def test_a_selection_judged_on_a_past_snapshot_is_brought_to_the_current_one() -
     assert "big" in current._selections  # the next question does not judge it again
     asked = current.selection("big", big, current.ordered)
     assert [h.name for h in asked] == [h.name for h in current.ordered if big(h)]
+
+
+def test_a_snapshot_holds_a_bounded_number_of_selections() -> None:
+    """Distinct filters are client input: on a quiet fleet (no change to shed them)
+    a snapshot keeps the most recent MAX_HELD, the one just asked among them."""
+    store = Store()
+    store.replace(generate(10, seed=5, bookings_per_host=1))
+    snapshot = store.snapshot
+    for i in range(MAX_HELD * 3):
+        found = snapshot.selection(("cpu at least", i), big, snapshot.ordered)
+        assert [h.name for h in found] == [h.name for h in snapshot.ordered if big(h)]
+        assert len(snapshot._selections) <= MAX_HELD
+        assert ("cpu at least", i) in snapshot._selections
+    assert ("cpu at least", 0) not in snapshot._selections

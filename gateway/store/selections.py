@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 from gateway.domain.records import Hypervisor
 
-__all__ = ["KEEP_UNUSED", "MAX_SELECTIONS", "Predicate", "Selection"]
+__all__ = ["KEEP_UNUSED", "MAX_HELD", "MAX_SELECTIONS", "Predicate", "Selection"]
 
 Predicate = Callable[[Hypervisor], bool]
 
@@ -25,6 +25,10 @@ Predicate = Callable[[Hypervisor], bool]
 KEEP_UNUSED = 2000
 #: Selections carried at most (the most recently asked).
 MAX_SELECTIONS = 16
+#: Selections one snapshot holds at most, the oldest made dropped first: distinct
+#: filters are client input, and a quiet fleet makes no new snapshot to shed them.
+#: A selection is a name reference per host it selects: 160 kB at 20,000 hosts.
+MAX_HELD = 64
 
 
 class Selection:

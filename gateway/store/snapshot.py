@@ -25,7 +25,13 @@ from gateway.domain.records import Hypervisor
 from gateway.store.carried import CarriedT
 from gateway.store.consumers import ConsumerIndex, Consumers
 from gateway.store.ordered import Ordered
-from gateway.store.selections import KEEP_UNUSED, MAX_SELECTIONS, Predicate, Selection
+from gateway.store.selections import (
+    KEEP_UNUSED,
+    MAX_HELD,
+    MAX_SELECTIONS,
+    Predicate,
+    Selection,
+)
 from gateway.store.shards import ShardedMap
 
 if TYPE_CHECKING:
@@ -96,11 +102,15 @@ class Snapshot:
         """The hosts ``predicate`` (a filter, named by ``key``) selects, in name order:
         judged on ``candidates`` (in name order, every host it could select) the first
         time, then carried forward by the store, change by change, while it is asked."""
-        found = self._selections.get(key)
+        held = self._selections
+        found = held.get(key)
         if found is None:
             found = self._made(
                 _selections, key, lambda: Selection.of(predicate, candidates, self.generation)
             )
+            for oldest in list(held)[: max(len(held) - MAX_HELD, 0)]:
+                if oldest != key:
+                    held.pop(oldest, None)
         found.used = self.generation
         return Ordered(found.names, self.by_name)
 
