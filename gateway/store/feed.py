@@ -14,25 +14,39 @@ Two kinds of subscriber, because two kinds of question are asked:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Generic, Protocol, TypeVar
 
 from gateway.store.snapshot import Change, Snapshot
-from gateway.store.store import Store
 
-__all__ = ["Feed", "Lagging"]
+__all__ = ["ChangeFeed", "Changing", "Feed", "Lagging"]
+
+S = TypeVar("S")
+C = TypeVar("C")
+S_co = TypeVar("S_co", covariant=True)
+C_co = TypeVar("C_co", covariant=True)
 
 
 class Lagging(Exception):
     """The subscriber fell more than its queue's length behind the store."""
 
 
-class _Stream:
+class Changing(Protocol[S_co, C_co]):
+    """A store that swaps immutable snapshots and tells listeners the changes between."""
+
+    @property
+    def snapshot(self) -> S_co: ...
+
+    def listen(self, listener: Callable[[S_co, Sequence[C_co]], None]) -> Callable[[], None]: ...
+
+
+class _Stream(Generic[C]):
     def __init__(self, limit: int, on_lag: Callable[[], None] | None) -> None:
-        self.queue: asyncio.Queue[list[Change]] = asyncio.Queue(limit)
+        self.queue: asyncio.Queue[Sequence[C]] = asyncio.Queue(limit)
         self.lagging = False
         self.on_lag = on_lag
 
-    def put(self, changes: list[Change]) -> None:
+    def put(self, changes: Sequence[C]) -> None:
         if self.lagging:
             return
         try:
@@ -47,13 +61,16 @@ class _Stream:
                 self.on_lag()
 
 
-class Feed:
-    """Listens to a store and hands its changes to any number of subscribers."""
+class ChangeFeed(Generic[S, C]):
+    """Listens to a store and hands its changes to any number of subscribers.
 
-    def __init__(self, store: Store, *, queue_limit: int = 1000) -> None:
+    Any store of snapshots (:class:`Changing`): the fleet's, and its evictions'.
+    """
+
+    def __init__(self, store: Changing[S, C], *, queue_limit: int = 1000) -> None:
         self.store = store
         self.queue_limit = queue_limit
-        self._streams: set[_Stream] = set()
+        self._streams: set[_Stream[C]] = set()
         #: Subscribers that only want the latest state (fleetCapacityChanged).
         self.latest_readers = 0
         # Set, then replaced, on every change: waiters hold the one current when they began.
@@ -72,16 +89,16 @@ class Feed:
     def subscribers(self) -> int:
         return len(self._streams)
 
-    def _on_change(self, snapshot: Snapshot, changes: list[Change]) -> None:
+    def _on_change(self, snapshot: S, changes: Sequence[C]) -> None:
         for stream in self._streams:
             stream.put(changes)
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def changes(self, on_lag: Callable[[], None] | None = None) -> AsyncIterator[Change]:
+    async def changes(self, on_lag: Callable[[], None] | None = None) -> AsyncIterator[C]:
         """Every change from now on, in order. Raises :class:`Lagging` if too slow,
         and calls ``on_lag`` the moment the queue overflows."""
-        stream = _Stream(self.queue_limit, on_lag)
+        stream: _Stream[C] = _Stream(self.queue_limit, on_lag)
         self._streams.add(stream)
         try:
             while True:
@@ -96,7 +113,7 @@ class Feed:
         finally:
             self._streams.discard(stream)
 
-    async def snapshots(self, interval: float) -> AsyncIterator[Snapshot]:
+    async def snapshots(self, interval: float) -> AsyncIterator[S]:
         """The current snapshot at once, then the newest one after each change,
         at most once per ``interval`` seconds (changes in between coalesce)."""
         self.latest_readers += 1
@@ -111,3 +128,7 @@ class Feed:
                 yield seen
         finally:
             self.latest_readers -= 1
+
+
+class Feed(ChangeFeed[Snapshot, Change]):
+    """The fleet's change feed: of hypervisors."""

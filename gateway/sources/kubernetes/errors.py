@@ -14,6 +14,7 @@ __all__ = [
     "ApiError",
     "Expired",
     "NoStreaming",
+    "NotFound",
     "Unauthorized",
     "describe",
     "raise_status",
@@ -40,6 +41,10 @@ class ApiError(Exception):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class NotFound(ApiError):
+    """404: the server does not serve the resource at all (its CRD is not installed)."""
 
 
 class NoStreaming(Exception):
@@ -75,6 +80,8 @@ def raise_status(
         raise Expired(message)
     if code in (401, 403):
         raise Unauthorized(message)
+    if code == 404:
+        raise NotFound(message)
     # A resourceVersion newer than the server's (etcd restored from a backup)
     # can never be served either; client-go relists in this case too.
     details = status.get("details") or {}
