@@ -62,7 +62,7 @@ def status_of(raw: bytes) -> dict[str, Any]:
     try:
         status = json.loads(raw)
     except ValueError:  # not from the API server itself (a proxy, a load balancer)
-        return {"message": raw[:200].decode(errors="replace")}
+        return {"message": raw[:200].decode(errors="replace").strip()}
     return status if isinstance(status, dict) else {}
 
 
