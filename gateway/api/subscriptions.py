@@ -1,4 +1,5 @@
-"""GraphQL subscriptions: live changes of hypervisors, consumers and fleet totals."""
+"""GraphQL subscriptions: live changes of hypervisors, consumers, fleet totals and
+evictions."""
 
 import asyncio
 import weakref
@@ -14,19 +15,21 @@ from gateway.api.arguments import UUID
 from gateway.api.context import Context
 from gateway.api.enums import FleetGrouping
 from gateway.api.events import Recent
+from gateway.api.evictions import Eviction, EvictionFilter, available, compile_eviction_filter
 from gateway.api.filters import HypervisorFilter, compile_filter
 from gateway.api.objects import Consumer, Hypervisor, consumer_view
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
 from gateway.domain.flavors import Catalog
+from gateway.store.feed import ChangeFeed
 from gateway.store.snapshot import ChangeType as StoreChangeType
 from gateway.store.snapshot import Snapshot
 
 __all__ = ["Subscription"]
 
 
-@strawberry.enum(description="What happened to a hypervisor.")
+@strawberry.enum(description="What happened to a hypervisor or an eviction.")
 class ChangeType(Enum):
     ADDED = strawberry.enum_value("ADDED", description="It appeared (or now matches the filter).")
     MODIFIED = strawberry.enum_value("MODIFIED", description="Its spec or status changed.")
@@ -39,6 +42,14 @@ class ChangeType(Enum):
 class HypervisorChange:
     type: ChangeType = strawberry.field(description="ADDED, MODIFIED or DELETED.")
     hypervisor: Hypervisor = strawberry.field(
+        description="The new state; for DELETED, the last state before it went away."
+    )
+
+
+@strawberry.type(description="A change to one of the operator's evictions.")
+class EvictionChange:
+    type: ChangeType = strawberry.field(description="ADDED, MODIFIED or DELETED.")
+    eviction: Eviction = strawberry.field(
         description="The new state; for DELETED, the last state before it went away."
     )
 
@@ -79,6 +90,35 @@ class Subscription:
             states = (change.hypervisor, change.previous)
             if any(h is not None and domain.has_consumer(h, wanted) for h in states):
                 yield consumer_view(info.context, wanted)  # type: ignore[misc]
+
+    @strawberry.subscription(
+        description="Every change to an eviction matching the filter, in order, as "
+        "hypervisorChanged reports hosts. If evictions become unavailable meanwhile (the "
+        "Eviction CRD removed), each one is reported DELETED. Fails with code "
+        "EVICTIONS_UNAVAILABLE when evictions cannot be read at the start."
+    )
+    async def eviction_changed(
+        self,
+        info: Info[Context, None],
+        filter: Annotated[
+            EvictionFilter | None, strawberry.argument(description="Evictions to watch.")
+        ] = None,
+    ) -> AsyncGenerator[EvictionChange, None]:
+        context = info.context
+        available(context)
+        matches = compile_eviction_filter(filter)
+        # Evictions change rarely and are watched by few: a listener per subscriber.
+        feed = ChangeFeed(context.store.evictions)
+        feed.start()
+        try:
+            async for change in feed.changes(on_lag=context.cut_off):
+                before = change.previous is not None and matches(change.previous)
+                after = change.type is not StoreChangeType.DELETED and matches(change.eviction)
+                if before or after:
+                    kind = _change_type(change.type, before, after)
+                    yield EvictionChange(type=kind, eviction=change.eviction)  # type: ignore[arg-type]
+        finally:
+            feed.stop()
 
     @strawberry.subscription(
         description="fleetCapacity now, then the newest totals whenever they change, at most "

@@ -113,6 +113,11 @@ class EvictionStore:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
+    @property
+    def listening(self) -> int:
+        """How many listen: a change feed, or an evictionChanged subscriber each."""
+        return len(self._listeners)
+
     def mark_ready(self) -> None:
         """The source has delivered a complete first view."""
         self.ready = True
