@@ -161,9 +161,7 @@ async def test_eviction_changed_over_a_websocket() -> None:
         type eviction { name state hypervisor { name } } } }"""
     async with (
         run_server(_source()) as (address, store),
-        websockets.connect(
-            f"ws://{address}/graphql", subprotocols=["graphql-transport-ws"]
-        ) as ws,
+        websockets.connect(f"ws://{address}/graphql", subprotocols=["graphql-transport-ws"]) as ws,
     ):
         await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
@@ -194,9 +192,7 @@ async def test_eviction_changed_over_a_websocket() -> None:
 async def test_eviction_changed_fails_when_evictions_are_unavailable() -> None:
     async with (
         run_server(HOSTS) as (address, _),
-        websockets.connect(
-            f"ws://{address}/graphql", subprotocols=["graphql-transport-ws"]
-        ) as ws,
+        websockets.connect(f"ws://{address}/graphql", subprotocols=["graphql-transport-ws"]) as ws,
     ):
         await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
