@@ -14,7 +14,9 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from gateway.domain.evictions import EvictionState
@@ -27,7 +29,7 @@ from gateway.store.store import Store
 from harness.controlplane import ControlPlane
 from tests.kubeapi import EvictionAPI, HypervisorAPI
 from tests.objects import eviction, reported
-from tests.support import eventually
+from tests.support import eventually, serve
 
 MiB = 2**20
 
@@ -36,16 +38,11 @@ StartSource = Callable[[ControlPlane], Awaitable[tuple[ClusterSource, Store]]]
 
 @pytest.fixture
 async def start_source(tmp_path: Path) -> AsyncIterator[StartSource]:
-    """Start the cluster source the CLI builds (both informers, fast retries)."""
+    """Start the cluster source the CLI builds; it stops after the test."""
     tasks: list[asyncio.Task[None]] = []
 
     async def start(plane: ControlPlane) -> tuple[ClusterSource, Store]:
-        path = plane.write_kubeconfig(tmp_path / f"kubeconfig-{len(tasks)}")
-        configuration = await load_client_config(str(path))
-        source = ClusterSource(
-            HypervisorInformer(configuration, backoff=Backoff(initial=0.1, cap=1.0)),
-            EvictionInformer(configuration, backoff=Backoff(initial=0.1, cap=0.5)),
-        )
+        source = await _source(plane, tmp_path)
         store = Store()
         tasks.append(asyncio.create_task(source.run(store)))
         return source, store
@@ -136,30 +133,65 @@ async def test_without_the_crd_hypervisors_are_served_and_evictions_unavailable(
     released_cluster: ControlPlane,
     eviction_crd: Path,
     apis: tuple[HypervisorAPI, EvictionAPI],
-    start_source: StartSource,
+    tmp_path: Path,
 ) -> None:
+    """The gateway as served: ready, its hosts answered, evictions an error with a code,
+    until the CRD is installed; and again once it is removed."""
     hypervisors, evictions = apis
     await hypervisors.create(reported("node-1"))
-    source, store = await start_source(released_cluster)
-    await eventually(lambda: store.ready and source.status.synced, 10)
-    assert list(store.snapshot.by_name) == ["node-1"]
-    await eventually(lambda: store.evictions.snapshot.unavailable is not None, 5)
-    assert "does not serve evictions.kvm.cloud.sap" in str(store.evictions.snapshot.unavailable)
-    assert source.status.error is None  # the Hypervisors' status knows nothing of it
+    source = await _source(released_cluster, tmp_path)
+    async with serve(source) as (client, store):
+        await eventually(lambda: store.ready and source.status.synced, 10)
+        await eventually(lambda: store.evictions.snapshot.unavailable is not None, 5)
+        assert (await client.get("/readyz")).status_code == 200
+        body = await _ask(client)
+        assert body["data"]["hypervisors"] == {"nodes": [{"name": "node-1", "evictions": None}]}
+        assert body["data"]["syncStatus"] == {
+            "synced": True,
+            "evictionsAvailable": False,
+            "evictionsMessage": "the cluster does not serve evictions.kvm.cloud.sap "
+            "(no Eviction CRD)",
+        }
+        assert {e["extensions"]["code"] for e in body["errors"]} == {"EVICTIONS_UNAVAILABLE"}
+        assert source.status.error is None  # the Hypervisors' status knows nothing of it
 
-    # Installed later (the operator upgraded): evictions appear without a restart.
-    released_cluster.install_crd(eviction_crd)
-    try:
-        await evictions.create(eviction("evict-node-1", "node-1", state="Running"))
-        await eventually(lambda: store.evictions.snapshot.unavailable is None, 10)
-        await eventually(lambda: "evict-node-1" in store.evictions.snapshot.by_name, 5)
-    finally:
-        released_cluster.remove_crd(eviction_crd)
+        # Installed later (the operator upgraded): evictions appear without a restart.
+        released_cluster.install_crd(eviction_crd)
+        try:
+            await evictions.create(eviction("evict-node-1", "node-1", state="Running"))
+            await eventually(lambda: "evict-node-1" in store.evictions.snapshot.by_name, 10)
+            body = await _ask(client)
+            assert "errors" not in body, body["errors"]
+            assert body["data"]["hypervisors"]["nodes"] == [
+                {"name": "node-1", "evictions": [{"name": "evict-node-1", "state": "RUNNING"}]}
+            ]
+        finally:
+            released_cluster.remove_crd(eviction_crd)
 
-    # Removed again: its evictions went with it, and they are unavailable once more.
-    await eventually(lambda: store.evictions.snapshot.unavailable is not None, 10)
-    assert len(store.evictions.snapshot) == 0
-    maintenance = {"maintenance": "manual", "maintenanceReason": "disk swap"}
-    await hypervisors.patch("node-1", {"spec": maintenance})
-    await eventually(lambda: store.snapshot.by_name["node-1"].maintenance == "manual", 5)
-    assert source.status.synced and source.status.error is None
+        # Removed again: its evictions went with it, and they are unavailable once more.
+        await eventually(lambda: store.evictions.snapshot.unavailable is not None, 10)
+        assert len(store.evictions.snapshot) == 0
+        maintenance = {"maintenance": "manual", "maintenanceReason": "disk swap"}
+        await hypervisors.patch("node-1", {"spec": maintenance})
+        await eventually(lambda: store.snapshot.by_name["node-1"].maintenance == "manual", 5)
+        assert source.status.synced and source.status.error is None
+        assert (await client.get("/readyz")).status_code == 200
+
+
+async def _source(plane: ControlPlane, tmp_path: Path) -> ClusterSource:
+    """The cluster source the CLI builds (both informers), with fast retries."""
+    path = plane.write_kubeconfig(tmp_path / "kubeconfig-served")
+    configuration = await load_client_config(str(path))
+    return ClusterSource(
+        HypervisorInformer(configuration, backoff=Backoff(initial=0.1, cap=1.0)),
+        EvictionInformer(configuration, backoff=Backoff(initial=0.1, cap=0.5)),
+    )
+
+
+async def _ask(client: httpx.AsyncClient) -> dict[str, Any]:
+    document = """{ hypervisors { nodes { name evictions { name state } } }
+        syncStatus { synced evictionsAvailable evictionsMessage } }"""
+    response = await client.post("/graphql", json={"query": document})
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
