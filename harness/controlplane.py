@@ -193,7 +193,7 @@ class ControlPlane:
             self._write_credentials()
         self._start_etcd()
         self.start_apiserver()
-        self._apply_crd()
+        self.install_crd(self.crd)
         self.write_kubeconfig(self.kubeconfig)
 
     def stop(self) -> None:
@@ -357,9 +357,6 @@ class ControlPlane:
         if process.poll() is not None:
             log = (self.dir / f"{name}.log").read_text(errors="replace")[-3000:]
             raise ControlPlaneError(f"{name} exited with {process.returncode}:\n{log}")
-
-    def _apply_crd(self) -> None:
-        self.install_crd(self.crd)
 
     def install_crd(self, manifest_path: Path, timeout: float = 60) -> None:
         """Create a CRD, then wait until it is Established and its resource answers."""
