@@ -84,10 +84,16 @@ def build_source(settings: Settings) -> Source:
         except FileSourceError as error:
             raise StartupError(str(error)) from error
         return source
+    from gateway.sources.kubernetes.cluster import ClusterSource
+    from gateway.sources.kubernetes.evictions import EvictionInformer
     from gateway.sources.kubernetes.informer import HypervisorInformer
 
     configuration = cluster_configuration(settings)
-    return HypervisorInformer(configuration, credentials=_credentials(settings, configuration))
+    credentials = _credentials(settings, configuration)
+    return ClusterSource(
+        HypervisorInformer(configuration, credentials=credentials),
+        EvictionInformer(configuration, credentials=credentials),
+    )
 
 
 def _credentials(settings: Settings, configuration: Configuration) -> Callable[[], Awaitable[None]]:

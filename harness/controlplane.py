@@ -4,7 +4,8 @@ Used by ``scripts/dev-cluster`` for local development and by the test suite's
 session fixture. Nothing is faked: the binaries are the upstream ones (built by
 ``scripts/build-control-plane``), authentication is real (a static token file and
 a private CA that can sign client certificates), authorization is RBAC, and the
-project's CRD is applied and waited for until the API server serves it.
+project's CRD is applied and waited for until the API server serves it (others,
+such as the operator's Eviction CRD, can be installed and removed meanwhile).
 
 Everything lives in one directory (certificates, tokens, etcd data, logs,
 kubeconfigs), so ``down`` is "stop two processes, remove one directory".
@@ -29,12 +30,21 @@ from typing import Any
 import httpx
 import yaml
 
-__all__ = ["ROOT", "ControlPlane", "ControlPlaneError", "build_binaries", "free_port"]
+__all__ = [
+    "EVICTIONS",
+    "HYPERVISORS",
+    "ROOT",
+    "ControlPlane",
+    "ControlPlaneError",
+    "build_binaries",
+    "free_port",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_CRD = ROOT / "deploy" / "crd" / "hypervisors.kvm.cloud.sap.yaml"
-CRD_NAME = "hypervisors.kvm.cloud.sap"
 HYPERVISORS = "/apis/kvm.cloud.sap/v1/hypervisors"
+EVICTIONS = "/apis/kvm.cloud.sap/v1/evictions"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 #: Users in the static token file besides ``admin`` (system:masters). RBAC grants
 #: them nothing, so authorization tests can bind exactly the roles they need.
@@ -185,7 +195,7 @@ class ControlPlane:
             self._write_credentials()
         self._start_etcd()
         self.start_apiserver()
-        self._apply_crd()
+        self.install_crd(self.crd)
         self.write_kubeconfig(self.kubeconfig)
 
     def stop(self) -> None:
@@ -350,25 +360,49 @@ class ControlPlane:
             log = (self.dir / f"{name}.log").read_text(errors="replace")[-3000:]
             raise ControlPlaneError(f"{name} exited with {process.returncode}:\n{log}")
 
-    def _apply_crd(self, timeout: float = 60) -> None:
-        """Create the CRD, then wait until it is Established and its resource answers."""
-        manifest: dict[str, Any] = yaml.safe_load(self.crd.read_text())
-        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    def install_crd(self, manifest_path: Path, timeout: float = 60) -> None:
+        """Create a CRD, then wait until it is Established and its resource answers."""
+        manifest: dict[str, Any] = yaml.safe_load(manifest_path.read_text())
+        name, served = manifest["metadata"]["name"], _collection(manifest)
         deadline = time.monotonic() + timeout
         with self.client() as http:
-            response = http.post(path, json=manifest)
+            response = http.post(CRDS, json=manifest)
             if response.status_code != 409:
-                _raise_for(response, f"creating CRD from {self.crd}")
+                _raise_for(response, f"creating CRD from {manifest_path}")
             while time.monotonic() < deadline:
-                crd = http.get(f"{path}/{CRD_NAME}").json()
+                crd = http.get(f"{CRDS}/{name}").json()
                 conditions = (crd.get("status") or {}).get("conditions") or []
                 established = any(
                     c["type"] == "Established" and c["status"] == "True" for c in conditions
                 )
-                if established and http.get(HYPERVISORS, params={"limit": 1}).status_code == 200:
+                if established and http.get(served, params={"limit": 1}).status_code == 200:
                     return
                 time.sleep(0.2)
-        raise ControlPlaneError(f"CRD {CRD_NAME} not served after {timeout}s")
+        raise ControlPlaneError(f"CRD {name} not served after {timeout}s")
+
+    def remove_crd(self, manifest_path: Path, timeout: float = 60) -> None:
+        """Delete a CRD (and with it every object of its kind); wait until the API
+        server no longer serves its resource."""
+        manifest: dict[str, Any] = yaml.safe_load(manifest_path.read_text())
+        name, served = manifest["metadata"]["name"], _collection(manifest)
+        deadline = time.monotonic() + timeout
+        with self.client() as http:
+            response = http.delete(f"{CRDS}/{name}")
+            if response.status_code != 404:
+                _raise_for(response, f"deleting CRD {name}")
+            while time.monotonic() < deadline:
+                gone = http.get(f"{CRDS}/{name}").status_code == 404
+                if gone and http.get(served, params={"limit": 1}).status_code == 404:
+                    return
+                time.sleep(0.2)
+        raise ControlPlaneError(f"CRD {name} still served {timeout}s after its deletion")
+
+
+def _collection(crd: Mapping[str, Any]) -> str:
+    """The path of a cluster-scoped CRD's collection, in its storage version."""
+    spec = crd["spec"]
+    (version,) = (v["name"] for v in spec["versions"] if v.get("storage"))
+    return f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
 
 
 def _openssl(directory: Path, command: str) -> None:

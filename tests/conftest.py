@@ -21,7 +21,7 @@ from harness import controlplane
 from harness.controlplane import PROJECT_CRD, ControlPlane, ControlPlaneError
 from harness.placement import PLACEMENT_PYTHON, start_placement
 from tests.kubeapi import HypervisorAPI
-from tests.objects import BOOKINGS_CRD, RELEASED_CRD, reference_dir
+from tests.objects import BOOKINGS_CRD, EVICTION_CRD, RELEASED_CRD, reference_dir
 from tests.tcpproxy import TcpProxy
 
 REFERENCE_DIR = reference_dir()
@@ -96,6 +96,12 @@ def reference_cluster() -> Iterator[ControlPlane]:
 def released_cluster() -> Iterator[ControlPlane]:
     """A control plane serving the operator's released CRD, as real clusters do today."""
     yield from _control_plane(_reference_crd(RELEASED_CRD))
+
+
+@pytest.fixture(scope="session")
+def eviction_crd() -> Path:
+    """The operator's released Eviction CRD, for tests to install and remove."""
+    return _reference_crd(EVICTION_CRD)
 
 
 @pytest.fixture(scope="session")

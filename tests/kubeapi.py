@@ -1,4 +1,5 @@
-"""Writing Hypervisor objects to the test cluster, and comparing the cache with it.
+"""Writing Hypervisor and Eviction objects to the test cluster, and comparing the cache
+with it.
 
 Plain HTTP against the real API server, so that what the tests write is exactly
 what a controller would write: spec through the object, status through the
@@ -19,7 +20,7 @@ import yaml
 
 from gateway.domain.parse import parse_hypervisor
 from gateway.store.store import Store
-from harness.controlplane import HYPERVISORS, ControlPlane
+from harness.controlplane import EVICTIONS, HYPERVISORS, ControlPlane
 from tests.support import eventually
 
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
@@ -34,8 +35,11 @@ def serves_bookings(plane: ControlPlane) -> bool:
     raise AssertionError(f"{plane.crd} holds no CRD")
 
 
-class HypervisorAPI:
-    """Async create / patch / delete / list of Hypervisors, as the admin user."""
+class ObjectAPI:
+    """Async create / patch / delete / list of one resource's objects (at ``path``), as
+    the admin user."""
+
+    path: str
 
     def __init__(self, cluster: ControlPlane, user: str = "admin") -> None:
         self.cluster = cluster
@@ -53,41 +57,49 @@ class HypervisorAPI:
     async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Create the object, then write its status through the subresource."""
         body = {k: v for k, v in obj.items() if k != "status"}
-        created = _ok(await self.http.post(HYPERVISORS, json=body))
+        created = _ok(await self.http.post(self.path, json=body))
         if "status" in obj:
             created = await self.patch_status(obj["metadata"]["name"], obj["status"])
         return created
 
     async def patch(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        response = await self.http.patch(f"{HYPERVISORS}/{name}", json=patch, headers=MERGE_PATCH)
+        response = await self.http.patch(f"{self.path}/{name}", json=patch, headers=MERGE_PATCH)
         return _ok(response)
 
     async def patch_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
         response = await self.http.patch(
-            f"{HYPERVISORS}/{name}/status", json={"status": status}, headers=MERGE_PATCH
+            f"{self.path}/{name}/status", json={"status": status}, headers=MERGE_PATCH
         )
         return _ok(response)
 
     async def delete(self, name: str) -> None:
-        _ok(await self.http.delete(f"{HYPERVISORS}/{name}"))
+        _ok(await self.http.delete(f"{self.path}/{name}"))
 
     async def delete_all(self) -> None:
-        _ok(await self.http.delete(HYPERVISORS))
+        _ok(await self.http.delete(self.path))
         await eventually(self._empty, within=60)
 
     async def _empty(self) -> bool:
-        return not (await self.http.get(HYPERVISORS, params={"limit": 1})).json()["items"]
+        return not (await self.http.get(self.path, params={"limit": 1})).json()["items"]
 
     async def list(self) -> dict[str, dict[str, Any]]:
         """A fresh, consistent LIST of every object, by name."""
         items: list[dict[str, Any]] = []
         params: dict[str, Any] = {"limit": 500}
         while True:
-            body = _ok(await self.http.get(HYPERVISORS, params=params))
+            body = _ok(await self.http.get(self.path, params=params))
             items.extend(body["items"])
             if not body["metadata"].get("continue"):
                 return {item["metadata"]["name"]: item for item in items}
             params["continue"] = body["metadata"]["continue"]
+
+
+class HypervisorAPI(ObjectAPI):
+    path = HYPERVISORS
+
+
+class EvictionAPI(ObjectAPI):
+    path = EVICTIONS
 
 
 class Refused(AssertionError):

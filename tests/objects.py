@@ -1,10 +1,11 @@
-"""Builders for Hypervisor objects (plain JSON data): as the API server returns them,
-or as a client writes them."""
+"""Builders for Hypervisor and Eviction objects (plain JSON data): as the API server
+returns them, or as a client writes them; and the operator's CRDs to check them against."""
 
 from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,37 @@ def reservation(name: str, resources: dict[str, Any]) -> dict[str, Any]:
     return {"reservation": {"name": name, "resources": resources}}
 
 
+def eviction(
+    name: str,
+    host: str,
+    reason: str = "kernel update",
+    *,
+    state: str | None = None,
+    status: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An Eviction as a client creates it; ``state`` (Running, Failed, Succeeded) puts an
+    Evicting condition with that reason into ``status`` (which it then needs)."""
+    obj: dict[str, Any] = {
+        "apiVersion": "kvm.cloud.sap/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name},
+        "spec": {"hypervisor": host, "reason": reason},
+    }
+    if state is not None:
+        status = dict(status or {})
+        condition = {
+            "type": "Evicting",
+            "status": "False" if state in ("Failed", "Succeeded") else "True",
+            "reason": state,
+            "message": f"eviction {state.lower()}",
+            "lastTransitionTime": "2026-12-01T10:00:00Z",
+        }
+        status["conditions"] = [*status.get("conditions", []), condition]
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
 def uuid_of(n: int) -> str:
     """A valid, distinct consumer UUID for each n."""
     return f"{n:08x}-0000-4000-8000-{n:012x}"
@@ -87,6 +119,8 @@ def uuid_of(n: int) -> str:
 BOOKINGS_CRD = "hypervisors.kvm.cloud.sap.bookings.yaml"
 #: The operator's released CRD, as real clusters serve it: no spec.bookings.
 RELEASED_CRD = "hypervisors.kvm.cloud.sap.main.yaml"
+#: The operator's released Eviction CRD.
+EVICTION_CRD = "evictions.kvm.cloud.sap.main.yaml"
 
 
 def reference_dir() -> Path | None:
@@ -121,3 +155,49 @@ def crd_schema(name: str = BOOKINGS_CRD) -> dict[str, Any] | None:
     (version,) = (v for v in manifest["spec"]["versions"] if v["name"] == "v1")
     schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
     return schema
+
+
+# Which fields a parser reads, to check them against a CRD's schema.
+
+
+class Recording(Mapping[str, Any]):
+    """A mapping that records the path of every key looked up, present or not."""
+
+    def __init__(self, data: Mapping[str, Any], path: str, seen: set[str]) -> None:
+        self._data, self._path, self._seen = data, path, seen
+
+    def __getitem__(self, key: str) -> Any:
+        path = f"{self._path}.{key}" if self._path else key
+        self._seen.add(path)
+        return recorded(self._data[key], path, self._seen)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def recorded(value: Any, path: str, seen: set[str]) -> Any:
+    """``value`` with every mapping in it a :class:`Recording` (paths of list items end in [])."""
+    if isinstance(value, dict):
+        return Recording(value, path, seen)
+    if isinstance(value, list):
+        return [recorded(item, f"{path}[]", seen) for item in value]
+    return value
+
+
+def in_schema(schema: Mapping[str, Any], path: str) -> bool:
+    """Whether a path as :func:`recorded` writes it exists in a CRD's openAPIV3Schema."""
+    node: Any = schema
+    for part in path.split("."):
+        name, is_list = (part[:-2], True) if part.endswith("[]") else (part, False)
+        if name in node.get("properties", {}):
+            node = node["properties"][name]
+        elif isinstance(node.get("additionalProperties"), Mapping):
+            node = node["additionalProperties"]
+        else:
+            return False
+        if is_list:
+            node = node["items"]
+    return True

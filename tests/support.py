@@ -22,17 +22,26 @@ from gateway.store.store import Store
 
 
 class StaticSource:
-    """A source that loads a fixed list of objects once and keeps them."""
+    """A source that loads a fixed list of objects once and keeps them; Eviction objects
+    too when given (without them, evictions stay unavailable, as before a first list)."""
 
-    def __init__(self, objects: list[dict[str, Any]], resource_version: str | None = None) -> None:
+    def __init__(
+        self,
+        objects: list[dict[str, Any]],
+        resource_version: str | None = None,
+        evictions: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.objects = objects
         self.resource_version = resource_version
+        self.evictions = evictions
         self.status = SyncStatus("static")
         self.loaded = asyncio.Event()
 
     async def run(self, store: Store) -> None:
         store.replace(self.objects, self.resource_version)
         store.mark_ready()
+        if self.evictions is not None:
+            store.evictions.replace(self.evictions)
         self.status.synced = True
         self.status.confirm()
         self.loaded.set()

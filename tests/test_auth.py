@@ -23,12 +23,14 @@ from kubernetes.aio.client import ApiClient
 
 from gateway.http.auth import Decision, KubernetesAuthorizer
 from gateway.http.cache import BoundedMemoryCache, ResponseCache
+from gateway.sources.kubernetes.cluster import ClusterSource
 from gateway.sources.kubernetes.credentials import load_client_config, renewal
+from gateway.sources.kubernetes.evictions import EvictionInformer
 from gateway.sources.kubernetes.informer import HypervisorInformer
 from gateway.store.store import Store
 from harness.controlplane import ControlPlane
 from tests.kubeapi import CertificateUser, ExecPlugin
-from tests.objects import reported
+from tests.objects import eviction, reported
 from tests.support import Clock, eventually, run_server
 
 pytestmark = pytest.mark.cluster
@@ -452,3 +454,43 @@ async def test_revoked_user_loses_their_subscription(
     finally:
         admin.delete("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/test-stranger")
         await api.close()
+
+
+async def test_the_gateways_role_reads_evictions_and_one_without_them_still_serves(
+    cluster: ControlPlane, rbac: dict[str, str], eviction_crd: Path, tmp_path: Path
+) -> None:
+    """deploy/base's role lists and watches evictions; a gateway whose role predates them
+    (hypervisors only) serves its hosts, and says why evictions are unavailable."""
+    cluster.install_crd(eviction_crd)
+    admin = cluster.client()
+    try:
+        _ok(admin.post("/apis/kvm.cloud.sap/v1/evictions", json=eviction("auth-e", "auth-node-1")))
+        allowed = await _first_view(cluster, "gateway", rbac, tmp_path)
+        refused = await _first_view(cluster, "gateway-without-reviews", rbac, tmp_path)
+    finally:
+        cluster.remove_crd(eviction_crd)
+        admin.close()
+    for store in (allowed, refused):
+        assert "auth-node-1" in store.snapshot.by_name
+    assert allowed.evictions.snapshot.unavailable is None
+    assert list(allowed.evictions.snapshot.by_name) == ["auth-e"]
+    unavailable = str(refused.evictions.snapshot.unavailable)
+    assert "not authorized to list/watch evictions.kvm.cloud.sap" in unavailable
+
+
+async def _first_view(
+    cluster: ControlPlane, account: str, rbac: dict[str, str], tmp_path: Path
+) -> Store:
+    """What the cluster source, as ``account``, holds once both informers were answered."""
+    kubeconfig = cluster.write_kubeconfig(tmp_path / account, account, token=rbac[account])
+    configuration = await load_client_config(str(kubeconfig))
+    source = ClusterSource(HypervisorInformer(configuration), EvictionInformer(configuration))
+    store = Store()
+    task = asyncio.create_task(source.run(store))
+    try:
+        await eventually(lambda: store.ready and source.status.synced, within=30)
+        await eventually(lambda: store.evictions.snapshot.generation > 0, within=30)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return store

@@ -202,7 +202,11 @@ def _rules(role: dict[str, Any]) -> set[tuple[str, str, str]]:
 
 def test_rbac_grants_the_gateway_what_it_needs_and_no_more() -> None:
     role = objects()[("ClusterRole", NAMESPACE)]
-    read = {("kvm.cloud.sap", "hypervisors", v) for v in ("get", "list", "watch")}
+    read = {
+        ("kvm.cloud.sap", resource, verb)
+        for resource in ("hypervisors", "evictions")
+        for verb in ("get", "list", "watch")
+    }
     reviews = {
         ("authentication.k8s.io", "tokenreviews", "create"),
         ("authorization.k8s.io", "subjectaccessreviews", "create"),

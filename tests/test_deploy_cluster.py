@@ -32,18 +32,24 @@ def can(plane: ControlPlane, who: str, verb: str, resource: str) -> bool:
     return answer.stdout.strip() == "yes"
 
 
-def test_the_base_applies_and_grants_what_the_gateway_needs(cluster: ControlPlane) -> None:
+def test_the_base_applies_and_grants_what_the_gateway_needs(
+    cluster: ControlPlane, eviction_crd: Path
+) -> None:
     base = str(ROOT / "deploy" / "base")
     # A dry run creates nothing, not even the namespace the other objects go in.
     kubectl(cluster, "create", "namespace", NAMESPACE)
+    # kubectl asks about the evictions only of a cluster that serves them.
+    cluster.install_crd(eviction_crd)
     try:
         kubectl(cluster, "apply", "--server-side", "--dry-run=server", "-k", base)
         kubectl(cluster, "apply", "--server-side", "-k", base)
         for verb in ("get", "list", "watch"):
             assert can(cluster, GATEWAY, verb, "hypervisors.kvm.cloud.sap")
+            assert can(cluster, GATEWAY, verb, "evictions.kvm.cloud.sap")
         assert can(cluster, GATEWAY, "create", "tokenreviews.authentication.k8s.io")
         assert can(cluster, GATEWAY, "create", "subjectaccessreviews.authorization.k8s.io")
         assert not can(cluster, GATEWAY, "update", "hypervisors.kvm.cloud.sap")
+        assert not can(cluster, GATEWAY, "delete", "evictions.kvm.cloud.sap")
         assert not can(cluster, GATEWAY, "list", "secrets")
         assert not can(cluster, "reader", "list", "hypervisors.kvm.cloud.sap")
         kubectl(
@@ -55,6 +61,7 @@ def test_the_base_applies_and_grants_what_the_gateway_needs(cluster: ControlPlan
             "--user=reader",
         )
         assert can(cluster, "reader", "list", "hypervisors.kvm.cloud.sap")
+        assert can(cluster, "reader", "watch", "evictions.kvm.cloud.sap")
         assert not can(cluster, "reader", "update", "hypervisors.kvm.cloud.sap")
     finally:
         kubectl(
@@ -66,6 +73,7 @@ def test_the_base_applies_and_grants_what_the_gateway_needs(cluster: ControlPlan
             check=False,
         )
         kubectl(cluster, "delete", "--wait=false", "--ignore-not-found", "-k", base, check=False)
+        cluster.remove_crd(eviction_crd)
 
 
 def test_the_service_monitor_needs_the_prometheus_operator(cluster: ControlPlane) -> None:

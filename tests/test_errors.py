@@ -7,6 +7,7 @@ import pytest
 from gateway.sources.kubernetes.errors import (
     ApiError,
     Expired,
+    NotFound,
     Unauthorized,
     raise_status,
     status_of,
@@ -19,6 +20,7 @@ from gateway.sources.kubernetes.errors import (
         ({"code": 410, "reason": "Expired"}, None, Expired),
         ({}, 401, Unauthorized),
         ({}, 403, Unauthorized),
+        ({"message": "404 page not found"}, 404, NotFound),  # no CRD for the resource
         ({"code": 500}, None, ApiError),
         (
             {"code": 504, "details": {"causes": [{"reason": "ResourceVersionTooLarge"}]}},
@@ -38,6 +40,7 @@ def test_status_objects_become_the_errors_the_informer_acts_on(
 def test_an_error_body_that_is_not_a_status_is_quoted() -> None:
     assert status_of(b"<html>502 Bad Gateway</html>") == {"message": "<html>502 Bad Gateway</html>"}
     assert status_of(b"[1, 2]") == {}
+    assert status_of(b"404 page not found\n") == {"message": "404 page not found"}
     assert status_of(b'{"message": "no"}') == {"message": "no"}
 
 

@@ -17,7 +17,7 @@ from gateway.sources.demo.source import generate
 from gateway.sources.files import FileSource, FileSourceError, load_objects
 from gateway.store.store import Store
 from tests import support
-from tests.objects import reported
+from tests.objects import eviction, reported
 from tests.support import eventually
 
 
@@ -133,7 +133,7 @@ def test_other_kinds_and_nameless_objects_are_skipped_with_reasons(
         objects, skipped = load_objects(path)
     assert [obj["metadata"]["name"] for _, obj in objects] == ["a"]
     assert skipped == {
-        f"{path}[0]": "kind 'ConfigMap' is not Hypervisor; skipped",
+        f"{path}[0]": "kind 'ConfigMap' is not Hypervisor or Eviction; skipped",
         f"{path}[2]": "expected an object, got str; skipped",
         f"{path}[3]": "apiVersion 'example.com/v1' is not in group kvm.cloud.sap; skipped",
         f"{path}[4]": "metadata.name is missing; skipped",
@@ -314,7 +314,9 @@ async def test_skipped_objects_are_listed_as_rejected(tmp_path: Path, serve: Any
     )
     source, store = await serve(tmp_path)
     assert names(store) == ["a"]
-    assert store.rejected == {f"{path}[1]": "kind 'ConfigMap' is not Hypervisor; skipped"}
+    assert store.rejected == {
+        f"{path}[1]": "kind 'ConfigMap' is not Hypervisor or Eviction; skipped"
+    }
     assert source.status.parse_failures == 1
 
 
@@ -496,3 +498,50 @@ async def test_a_bad_edit_keeps_the_replica_ready_and_says_so(tmp_path: Path) ->
         metrics = (await client.get("/metrics")).text
         assert "hypervisor_gateway_ready 1.0" in metrics
         assert "hypervisor_gateway_source_error 1.0" in metrics
+
+
+# Evictions beside the Hypervisors
+
+
+def evictions(store: Store) -> dict[str, str]:
+    """The store's evictions: name -> state."""
+    return {e.name: e.state.value for e in store.evictions.snapshot.ordered}
+
+
+async def test_evictions_are_read_beside_the_hypervisors(tmp_path: Path, serve: Any) -> None:
+    listing = {
+        "apiVersion": "kvm.cloud.sap/v1",
+        "kind": "EvictionList",
+        "items": [{k: v for k, v in eviction("e-2", "b").items() if k != "kind"}],
+    }
+    dump(tmp_path / "a.yaml", hypervisor("a"), eviction("e-1", "a", state="Running"), listing)
+    _, store = await serve(tmp_path)
+    assert names(store) == ["a"]
+    assert evictions(store) == {"e-1": "RUNNING", "e-2": "PENDING"}
+    assert store.evictions.snapshot.unavailable is None
+    assert store.rejected == {}
+
+
+async def test_files_without_evictions_have_none_and_a_reload_changes_them(
+    tmp_path: Path, serve: Any
+) -> None:
+    path = dump(tmp_path / "a.yaml", hypervisor("a"))
+    _, store = await serve(tmp_path)
+    assert evictions(store) == {} and store.evictions.snapshot.unavailable is None
+    dump(path, hypervisor("a"), eviction("e-1", "a", state="Failed"))
+    await eventually(lambda: evictions(store) == {"e-1": "FAILED"})
+    hosts = store.snapshot
+    dump(path, hypervisor("a"))
+    await eventually(lambda: evictions(store) == {})
+    assert store.snapshot is hosts  # the hosts did not change
+
+
+async def test_a_hypervisor_and_an_eviction_may_share_a_name(tmp_path: Path, serve: Any) -> None:
+    dump(tmp_path / "a.yaml", hypervisor("a"), eviction("a", "a"), eviction("a", "a", "again"))
+    _, store = await serve(tmp_path)
+    assert names(store) == ["a"] and list(evictions(store)) == ["a"]
+    assert store.evictions.snapshot.by_name["a"].reason == "again"
+    assert store.rejected == {
+        f"{tmp_path / 'a.yaml'}[1]": f"Eviction a is defined again in {tmp_path / 'a.yaml'}[2], "
+        "which wins"
+    }

@@ -17,7 +17,8 @@ from pathlib import Path
 from gateway.api.limits import Limits
 from gateway.domain.flavors import load_catalog
 from gateway.sources.demo.source import generate
-from tests.support import run_server
+from tests.objects import eviction
+from tests.support import StaticSource, run_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ST = Path(sys.executable).with_name("st")
@@ -31,10 +32,15 @@ MAX_COST = 10**9
 
 async def test_schemathesis_finds_nothing() -> None:
     limits = Limits(max_cost=MAX_COST)
-    async with run_server(generate(200, 0), catalog=load_catalog(None), limits=limits) as (
-        address,
-        _,
-    ):
+    fleet = generate(200, 0)
+    # Until the demo carries evictions: a few on its first hosts, in every state.
+    hosts = [obj["metadata"]["name"] for obj in fleet[:3]]
+    evictions = [
+        eviction(f"evict-{host}", host, state=state)
+        for host, state in zip(hosts, ("Running", "Failed", None), strict=True)
+    ]
+    source = StaticSource(fleet, evictions=evictions)
+    async with run_server(source, catalog=load_catalog(None), limits=limits) as (address, _):
         process = await asyncio.create_subprocess_exec(
             str(ST),
             "run",
@@ -54,4 +60,4 @@ async def test_schemathesis_finds_nothing() -> None:
     report = output.decode()
     assert process.returncode == 0, report
     assert "No issues found" in report, report
-    assert "Tested: 9" in report, report  # every root query field, none skipped
+    assert "Tested: 11" in report, report  # every root query field, none skipped

@@ -15,11 +15,13 @@ import websockets
 import yaml
 
 from gateway.sources.files import FileSource
+from gateway.sources.kubernetes.cluster import ClusterSource
 from gateway.sources.kubernetes.credentials import load_client_config
+from gateway.sources.kubernetes.evictions import EvictionInformer
 from gateway.sources.kubernetes.informer import HypervisorInformer
 from harness.controlplane import ControlPlane
-from tests.kubeapi import HypervisorAPI
-from tests.objects import consumer, reported, resources
+from tests.kubeapi import EvictionAPI, HypervisorAPI
+from tests.objects import consumer, eviction, reported, resources
 from tests.support import eventually, listening, run_server
 
 C1 = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -97,6 +99,52 @@ async def test_cluster_changes_reach_queries_and_subscriptions(
             await changes.ws.close()
     finally:
         await api.aclose()
+
+
+EVICTIONS = """subscription { evictionChanged(filter: {hypervisor: "live-2"}) {
+    type eviction { name state outstandingRam hypervisor { name } } } }"""
+
+
+@pytest.mark.cluster
+async def test_cluster_eviction_changes_reach_subscriptions(
+    released_cluster: ControlPlane, eviction_crd: Path, tmp_path: Path
+) -> None:
+    """The operator's released CRDs: an eviction of a host, from creation to deletion."""
+    released_cluster.install_crd(eviction_crd)
+    configuration = await load_client_config(
+        str(released_cluster.write_kubeconfig(tmp_path / "kubeconfig"))
+    )
+    source = ClusterSource(HypervisorInformer(configuration), EvictionInformer(configuration))
+    hosts, evictions = HypervisorAPI(released_cluster), EvictionAPI(released_cluster)
+    try:
+        await hosts.create(reported("live-2"))
+        async with run_server(source) as (address, store):
+            await eventually(lambda: store.evictions.ready and "live-2" in store.snapshot.by_name)
+            changes = await Subscriber.open(address, EVICTIONS)
+            await eventually(lambda: store.evictions.listening == 1)
+
+            await evictions.create(eviction("evict-live-2", "live-2"))
+            await evictions.patch_status(
+                "evict-live-2", eviction("x", "live-2", state="Running")["status"]
+            )
+            await evictions.patch_status("evict-live-2", {"outstandingRamMb": 1024})
+            await evictions.delete("evict-live-2")
+            seen = [(await changes.next())["evictionChanged"] for _ in range(4)]
+            await changes.ws.close()
+    finally:
+        await hosts.delete("live-2")
+        await hosts.aclose()
+        await evictions.aclose()
+        released_cluster.remove_crd(eviction_crd)
+    host = {"name": "live-2"}
+    assert [(c["type"], c["eviction"]["state"], c["eviction"]["outstandingRam"]) for c in seen] == [
+        ("ADDED", "PENDING", None),
+        ("MODIFIED", "RUNNING", "0"),
+        ("MODIFIED", "RUNNING", str(1024 * 2**20)),
+        ("DELETED", "RUNNING", str(1024 * 2**20)),
+    ]
+    assert all(c["eviction"]["name"] == "evict-live-2" for c in seen)
+    assert all(c["eviction"]["hypervisor"] == host for c in seen)
 
 
 async def _until(subscriber: Subscriber, condition: Any) -> Any:

@@ -28,6 +28,8 @@ from tests.objects import (
     consumer,
     crd_schema,
     hypervisor,
+    in_schema,
+    recorded,
     reservation,
     uuid_of,
 )
@@ -651,54 +653,13 @@ def test_any_field_replaced_by_any_json_never_crashes(replacements: list[Any]) -
 # The operator's CRD: every field the parser reads exists in its schema.
 
 
-class Recording(Mapping[str, Any]):
-    """A mapping that records the path of every key looked up, present or not."""
-
-    def __init__(self, data: Mapping[str, Any], path: str, seen: set[str]) -> None:
-        self._data, self._path, self._seen = data, path, seen
-
-    def __getitem__(self, key: str) -> Any:
-        path = f"{self._path}.{key}" if self._path else key
-        self._seen.add(path)
-        return _record(self._data[key], path, self._seen)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-def _record(value: Any, path: str, seen: set[str]) -> Any:
-    if isinstance(value, dict):
-        return Recording(value, path, seen)
-    if isinstance(value, list):
-        return [_record(item, f"{path}[]", seen) for item in value]
-    return value
-
-
-def _in_schema(schema: Mapping[str, Any], path: str) -> bool:
-    node: Any = schema
-    for part in path.split("."):
-        name, is_list = (part[:-2], True) if part.endswith("[]") else (part, False)
-        if name in node.get("properties", {}):
-            node = node["properties"][name]
-        elif isinstance(node.get("additionalProperties"), Mapping):
-            node = node["additionalProperties"]
-        else:
-            return False
-        if is_list:
-            node = node["items"]
-    return True
-
-
 SCHEMA = crd_schema()
 RELEASED_SCHEMA = crd_schema(RELEASED_CRD)
 
 
 def _fields_read() -> set[str]:
     seen: set[str] = set()
-    h = parse_hypervisor(_record(full_object(), "", seen))
+    h = parse_hypervisor(recorded(full_object(), "", seen))
     assert h.warnings == ()
     return {path for path in seen if not path.startswith(("metadata.", "apiVersion", "kind"))}
 
@@ -716,22 +677,22 @@ def test_every_field_the_parser_reads_is_in_the_operator_schema() -> None:
         "status.capabilities.cpus",
         "status.updateStatus.retry",
     } <= read
-    assert sorted(p for p in read if not _in_schema(SCHEMA, p)) == []
+    assert sorted(p for p in read if not in_schema(SCHEMA, p)) == []
 
 
 @pytest.mark.skipif(RELEASED_SCHEMA is None, reason="operator CRD reference not present")
 def test_the_released_schema_lacks_only_the_bookings() -> None:
     assert RELEASED_SCHEMA is not None
-    missing = sorted(p for p in _fields_read() if not _in_schema(RELEASED_SCHEMA, p))
+    missing = sorted(p for p in _fields_read() if not in_schema(RELEASED_SCHEMA, p))
     assert missing and all(p.startswith("spec.bookings") for p in missing), missing
 
 
 @pytest.mark.skipif(SCHEMA is None, reason="operator CRD reference not present")
 def test_the_schema_check_catches_a_renamed_field() -> None:
     assert SCHEMA is not None
-    assert _in_schema(SCHEMA, "status.cells[].cellID")
-    assert not _in_schema(SCHEMA, "status.cells[].cellId")
-    assert not _in_schema(SCHEMA, "spec.booking")
+    assert in_schema(SCHEMA, "status.cells[].cellID")
+    assert not in_schema(SCHEMA, "status.cells[].cellId")
+    assert not in_schema(SCHEMA, "spec.booking")
 
 
 def test_parsing_does_not_modify_the_object() -> None:

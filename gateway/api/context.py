@@ -9,6 +9,7 @@ from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.domain.ledger import Ledger, Tally
 from gateway.domain.records import Hypervisor
 from gateway.store.consumers import Consumers
+from gateway.store.evictions import EvictionSnapshot
 from gateway.store.feed import Feed
 from gateway.store.reads import Reads
 from gateway.store.snapshot import Snapshot
@@ -28,6 +29,7 @@ class Context:
     """
 
     __slots__ = (
+        "_evictions",
         "_hosts_read",
         "_read_fleet",
         "_snapshot",
@@ -64,6 +66,7 @@ class Context:
         self.coalesce_interval = coalesce_interval
         self.max_page_size = max_page_size
         self._snapshot = store.snapshot if pinned else None
+        self._evictions = store.evictions.snapshot if pinned else None
         #: The transport's handle of a subscription connection; the API never looks inside.
         self.connection = connection
         #: Ends the connection of a subscriber too slow to keep up; the transport sets it.
@@ -86,6 +89,11 @@ class Context:
         """The snapshot, for the transport (cache keys, cost): recorded as no read."""
         # Not `or`: an empty fleet's snapshot is falsy, and it is pinned all the same.
         return self.store.snapshot if self._snapshot is None else self._snapshot
+
+    @property
+    def evictions(self) -> EvictionSnapshot:
+        """The operator's evictions, pinned (or followed) as the fleet is."""
+        return self.store.evictions.snapshot if self._evictions is None else self._evictions
 
     def ledger(self, tally: Tally) -> Ledger:
         """The sums ``tally`` keeps over the fleet, for a resolver (a read of the fleet).

@@ -66,6 +66,8 @@ OTHER_LIST = Fraction(8)
 
 #: A consumer is booked on one host, or two while it migrates: two bounds it.
 CONSUMER_HOSTS = Fraction(2)
+#: A host is emptied by one eviction at a time, and most hosts by none: one bounds the mean.
+HOST_EVICTIONS = Fraction(1)
 
 #: The lists of a host whose mean lengths the profile measures (same names in GraphQL).
 HOST_LISTS = (
@@ -149,6 +151,7 @@ class Profile:
         lists[("ReservationBooking", "resources")] = per_booking
         lists[("Consumer", "bookings")] = CONSUMER_HOSTS
         lists[("Consumer", "hypervisors")] = CONSUMER_HOSTS
+        lists[("Hypervisor", "evictions")] = HOST_EVICTIONS
         consumers = math.ceil(len(snapshot) * lists[("Hypervisor", "consumers")])
         return cls(len(snapshot), consumers, lists)
 

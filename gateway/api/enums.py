@@ -17,10 +17,17 @@ from enum import Enum
 import strawberry
 from strawberry.types.enum import has_enum_definition
 
-from gateway.domain import eligibility, fleet
+from gateway.domain import eligibility, evictions, fleet
 from gateway.domain import records as domain
 
-__all__ = ["CapacityBasis", "CapacityView", "ExclusionReason", "FleetGrouping", "MembershipSource"]
+__all__ = [
+    "CapacityBasis",
+    "CapacityView",
+    "EvictionState",
+    "ExclusionReason",
+    "FleetGrouping",
+    "MembershipSource",
+]
 
 
 def _expose(cls: type[Enum], name: str, description: str, values: Mapping[str, str]) -> None:
@@ -105,5 +112,20 @@ _expose(
         "(metadata trait:NAME=required) that this flavor does not require.",
         "AGGREGATE_MISMATCH": "An aggregate_instance_extra_specs:KEY of the flavor is not "
         "matched by the metadata of the host's aggregates.",
+    },
+)
+
+EvictionState = evictions.EvictionState
+_expose(
+    EvictionState,
+    "EvictionState",
+    "Where an eviction stands: the reason of the operator's Evicting condition, as the State "
+    "column of kubectl get evictions shows it.",
+    {
+        "PENDING": "The operator has not started it yet (no Evicting condition).",
+        "RUNNING": "Instances are being moved off the host.",
+        "FAILED": "The operator gave up: instances are left on the host (outstandingInstances) "
+        "and someone has to look. The operator's own alerts fire on these.",
+        "SUCCEEDED": "The host is empty.",
     },
 )

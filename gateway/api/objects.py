@@ -15,6 +15,7 @@ from strawberry.types import Info
 from gateway.api.context import Context
 from gateway.api.eligibility import Eligibility, catalog_flavor, eligibility
 from gateway.api.enums import CapacityView
+from gateway.api.evictions import Eviction, evictions_of_host
 from gateway.api.hosttypes import DomainCapabilities, HostCapabilities, UpdateStatus
 from gateway.api.scalars import (
     Aggregate,
@@ -346,6 +347,17 @@ class Hypervisor:
         self, root: strawberry.Parent[domain.Hypervisor]
     ) -> OperatingSystem | None:
         return root.operating_system or None  # type: ignore[return-value]
+
+    @strawberry.field(
+        description="The operator's evictions of this host (kvm.cloud.sap/v1 Eviction), by "
+        "name: mostly none, one while it is emptied, more when an old one is kept. Null, "
+        "with an error of code EVICTIONS_UNAVAILABLE, when evictions cannot be read (a "
+        "cluster without the Eviction CRD)."
+    )
+    def evictions(
+        self, root: strawberry.Parent[domain.Hypervisor], info: Info[Context, None]
+    ) -> list[Eviction] | None:
+        return evictions_of_host(info.context, root.name)  # type: ignore[return-value]
 
     @strawberry.field(description="This hypervisor as a Placement resource provider.")
     def placement(self, root: strawberry.Parent[domain.Hypervisor]) -> PlacementProvider:

@@ -18,6 +18,7 @@ from gateway.api.arguments import SCALARS, UUID
 from gateway.api.catalog import Flavor, SlotGroup, flavor_slots
 from gateway.api.context import Context
 from gateway.api.enums import CapacityView, FleetGrouping
+from gateway.api.evictions import Eviction, EvictionFilter, available, matching_evictions
 from gateway.api.executor import Executor
 from gateway.api.filters import (
     HypervisorFilter,
@@ -40,9 +41,10 @@ from gateway.store.source import SyncStatus as SyncStatusRecord
 
 __all__ = ["LIVE_FIELDS", "build_schema", "schema", "sdl"]
 
-#: Fields answered from the source's live status, not from the store snapshot:
-#: answers that read them are never taken from the response cache.
-LIVE_FIELDS = frozenset({"syncStatus"})
+#: Fields answered from the source's live status, or from the evictions (whose changes
+#: the fleet's generation does not count), not from the store snapshot: answers that
+#: read them are never taken from the response cache.
+LIVE_FIELDS = frozenset({"syncStatus", "evictions", "eviction"})
 
 
 FilterArg = Annotated[
@@ -87,6 +89,19 @@ class SyncStatus:
     @strawberry.field(description="Objects that could not be represented, with the reason.")
     def rejected(self, info: Info[Context, None]) -> list[str]:
         return [f"{name}: {reason}" for name, reason in sorted(info.context.store.rejected.items())]
+
+    @strawberry.field(
+        description="Whether the operator's evictions can be read. False on a cluster without "
+        "the Eviction CRD (an older operator), or before they are first listed: the eviction "
+        "fields then fail with code EVICTIONS_UNAVAILABLE, while hypervisors are served as "
+        "ever. Checked again from time to time: installing the CRD makes them available."
+    )
+    def evictions_available(self, info: Info[Context, None]) -> bool:
+        return info.context.evictions.unavailable is None
+
+    @strawberry.field(description="Why evictions are unavailable; null when they are available.")
+    def evictions_message(self, info: Info[Context, None]) -> str | None:
+        return info.context.evictions.unavailable
 
     @strawberry.field(description="Time of the last change event (RFC 3339), if any.")
     def last_event_at(self, root: strawberry.Parent[SyncStatusRecord]) -> str | None:
@@ -281,6 +296,31 @@ class Query:
     )
     def flavors(self, info: Info[Context, None]) -> list[Flavor]:
         return list(info.context.catalog.flavors)  # type: ignore[arg-type]
+
+    @strawberry.field(
+        description="The operator's evictions (kvm.cloud.sap/v1 Eviction) matching a filter, by "
+        "name. Null, with an error of code EVICTIONS_UNAVAILABLE, when evictions cannot be "
+        "read (syncStatus.evictionsAvailable)."
+    )
+    def evictions(
+        self,
+        info: Info[Context, None],
+        filter: Annotated[
+            EvictionFilter | None, strawberry.argument(description="Conditions (default: all).")
+        ] = None,
+    ) -> list[Eviction] | None:
+        return matching_evictions(info.context, filter)  # type: ignore[return-value]
+
+    @strawberry.field(
+        description="One eviction by name, or null; an error of code EVICTIONS_UNAVAILABLE "
+        "when evictions cannot be read."
+    )
+    def eviction(
+        self,
+        info: Info[Context, None],
+        name: Annotated[str, strawberry.argument(description="Object name.")],
+    ) -> Eviction | None:
+        return available(info.context).by_name.get(name)  # type: ignore[return-value]
 
     @strawberry.field(description="The Placement view of the hypervisor with this provider UUID.")
     def placement_provider(

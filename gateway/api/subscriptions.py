@@ -1,12 +1,13 @@
-"""GraphQL subscriptions: live changes of hypervisors, consumers and fleet totals."""
+"""GraphQL subscriptions: live changes of hypervisors, consumers, fleet totals and
+evictions."""
 
 import asyncio
 import dataclasses
 import weakref
 from asyncio import Future
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import strawberry
 from strawberry.types import Info
@@ -15,19 +16,23 @@ from gateway.api.arguments import UUID
 from gateway.api.context import Context
 from gateway.api.enums import FleetGrouping
 from gateway.api.events import Recent
+from gateway.api.evictions import Eviction, EvictionFilter, available, compile_eviction_filter
 from gateway.api.filters import HypervisorFilter, Predicate, compile_filter
 from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
 from gateway.domain.flavors import Catalog
+from gateway.store.feed import ChangeFeed
 from gateway.store.snapshot import Change, Snapshot
 from gateway.store.snapshot import ChangeType as StoreChangeType
 
 __all__ = ["Subscription"]
 
+T = TypeVar("T")
 
-@strawberry.enum(description="What happened to a hypervisor.")
+
+@strawberry.enum(description="What happened to a hypervisor or an eviction.")
 class ChangeType(Enum):
     ADDED = strawberry.enum_value("ADDED", description="It appeared (or now matches the filter).")
     MODIFIED = strawberry.enum_value("MODIFIED", description="Its spec or status changed.")
@@ -44,6 +49,14 @@ class HypervisorChange:
     )
     #: The fleet the change's links are followed in: the one its record is part of.
     snapshot: strawberry.Private[Snapshot]
+
+
+@strawberry.type(description="A change to one of the operator's evictions.")
+class EvictionChange:
+    type: ChangeType = strawberry.field(description="ADDED, MODIFIED or DELETED.")
+    eviction: Eviction = strawberry.field(
+        description="The new state; for DELETED, the last state before it went away."
+    )
 
 
 @strawberry.type(description="Live updates. Subscribe over WebSocket on /graphql.")
@@ -83,6 +96,35 @@ class Subscription:
             async for commit in changes:
                 if any(_books(change, wanted) for change in commit.changes):
                     yield await _consumer(commit.after, wanted)  # type: ignore[misc]
+
+    @strawberry.subscription(
+        description="Every change to an eviction matching the filter, in order, as "
+        "hypervisorChanged reports hosts. If evictions become unavailable meanwhile (the "
+        "Eviction CRD removed), each one is reported DELETED. Fails with code "
+        "EVICTIONS_UNAVAILABLE when evictions cannot be read at the start."
+    )
+    async def eviction_changed(
+        self,
+        info: Info[Context, None],
+        filter: Annotated[
+            EvictionFilter | None, strawberry.argument(description="Evictions to watch.")
+        ] = None,
+    ) -> AsyncGenerator[EvictionChange, None]:
+        context = info.context
+        available(context)
+        matches = compile_eviction_filter(filter)
+        # Evictions change rarely and are watched by few: a listener per subscriber.
+        feed = ChangeFeed(context.store.evictions)
+        feed.start()
+        try:
+            with feed.changes(on_lag=context.cut_off) as commits:
+                async for commit in commits:
+                    for change in commit.changes:
+                        kind = _seen_as(change.type, change.previous, change.eviction, matches)
+                        if kind is not None:
+                            yield EvictionChange(type=kind, eviction=change.eviction)  # type: ignore[arg-type]
+        finally:
+            feed.stop()
 
     @strawberry.subscription(
         description="fleetCapacity now, then the newest totals whenever they change, at most "
@@ -186,8 +228,16 @@ def _books(change: Change, uuid: str) -> bool:
 
 def _change_type(change: Change, matches: Predicate) -> ChangeType | None:
     """What ``change`` is to a subscriber of the hosts ``matches`` selects; None: nothing."""
-    before = change.previous is not None and matches(change.previous)
-    after = change.type is not StoreChangeType.DELETED and matches(change.hypervisor)
+    return _seen_as(change.type, change.previous, change.hypervisor, matches)
+
+
+def _seen_as(
+    kind: StoreChangeType, previous: T | None, current: T, matches: Callable[[T], bool]
+) -> ChangeType | None:
+    """What a change of a record (a host, an eviction) is to a subscriber of those
+    ``matches`` selects: one that stops matching is DELETED, one that starts ADDED."""
+    before = previous is not None and matches(previous)
+    after = kind is not StoreChangeType.DELETED and matches(current)
     if before and not after:
         return ChangeType.DELETED
     if after and not before:

@@ -35,7 +35,7 @@ from gateway.domain.records import (
     Trait,
 )
 
-__all__ = ["ParseError", "parse_hypervisor"]
+__all__ = ["ParseError", "parse_conditions", "parse_hypervisor"]
 
 
 class ParseError(ValueError):
@@ -63,7 +63,7 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     physical = p.amounts(status.get("capacity"), "status.capacity")
     effective = p.amounts(status.get("effectiveCapacity"), "status.effectiveCapacity")
     allocation = p.amounts(status.get("allocation"), "status.allocation")
-    conditions = _conditions(p, status.get("conditions"))
+    conditions = parse_conditions(p, status.get("conditions"))
     instances = Instances.pack(*_instances(p, status.get("instances")))
     ready = next((c for c in conditions if c.type == "Ready"), None)
     taint = next((c for c in conditions if c.type == "Tainted"), None)
@@ -200,7 +200,8 @@ def _aggregate(p: Reader, value: Any, source: Origin, path: str) -> Aggregate | 
     )
 
 
-def _conditions(p: Reader, value: Any) -> tuple[Condition, ...]:
+def parse_conditions(p: Reader, value: Any) -> tuple[Condition, ...]:
+    """status.conditions, as every kvm.cloud.sap resource writes them (metav1.Condition)."""
     conditions = []
     for i, entry in enumerate(p.items(value, "status.conditions")):
         path = f"status.conditions[{i}]"

@@ -1,4 +1,5 @@
-"""Hypervisor objects from YAML or JSON files (``--from PATH``), reloaded on change.
+"""Hypervisor and Eviction objects from YAML or JSON files (``--from PATH``), reloaded
+on change.
 
 PATH is one file, or a directory whose ``*.yaml``, ``*.yml`` and ``*.json`` files
 are read in name order. Directories are not searched recursively and names that
@@ -7,11 +8,14 @@ in hidden ``..data`` directories behind the visible names, and reading both woul
 load every object twice. Symlinks are followed.
 
 A file holds one object, a multi-document YAML stream, a list of objects, or a
-``kind: List`` / ``kind: HypervisorList`` (what ``kubectl get hypervisors -o yaml``
-prints). Objects of other kinds, and objects without a name, are skipped, logged,
-and listed in the store's ``rejected`` map. When two objects share a name, the one
-read last (the later file, or later in the file) wins; the loser is listed as
-rejected and the winner carries a warning that names it.
+``kind: List`` / ``kind: HypervisorList`` / ``kind: EvictionList`` (what ``kubectl
+get hypervisors -o yaml`` prints). Evictions go to the store's evictions, beside
+the Hypervisors: files are a complete view, so evictions are available, and none
+in the files means none. Objects of other kinds, and objects without a name, are
+skipped, logged, and listed in the store's ``rejected`` map. When two objects of
+a kind share a name, the one read last (the later file, or later in the file)
+wins; the loser is listed as rejected and the winner (a Hypervisor) carries a
+warning that names it.
 
 Files are polled (modification time, change time, size, inode): no dependency, and
 it also sees a ConfigMap update, which swaps a symlink. A changed file is read once
@@ -96,7 +100,8 @@ class _File:
 
 
 def load_objects(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, str]]:
-    """Read one file: its Hypervisor objects (with where each was) and the skipped ones.
+    """Read one file: its Hypervisor and Eviction objects (with where each was) and the
+    skipped ones.
 
     Raises ``OSError``, ``ValueError`` (bad JSON or encoding) or ``yaml.YAMLError``
     when the file as a whole cannot be read (``RecursionError`` when nested too deeply).
@@ -135,23 +140,27 @@ def _items(documents: Iterable[Any]) -> Iterator[Any]:
             and str(document.get("kind", "")).endswith("List")
             and isinstance(document.get("items"), list)
         ):
-            if document["kind"] == "HypervisorList":
+            if document["kind"] in _TYPED_LISTS:
                 # A typed list's items may leave out the kind they all share.
                 for item in document["items"]:
                     if isinstance(item, dict) and "kind" not in item:
-                        item["kind"] = "Hypervisor"
+                        item["kind"] = _TYPED_LISTS[document["kind"]]
                         item.setdefault("apiVersion", document.get("apiVersion"))
             yield from document["items"]
         else:
             yield document
 
 
+#: The kinds the store takes, by the kind of their typed lists.
+_TYPED_LISTS = {"HypervisorList": "Hypervisor", "EvictionList": "Eviction"}
+
+
 def _unusable(obj: Any) -> str | None:
-    """Why ``obj`` is not a Hypervisor object the store can take, or None."""
+    """Why ``obj`` is not a Hypervisor or Eviction object the store can take, or None."""
     if not isinstance(obj, dict):
         return f"expected an object, got {type(obj).__name__}; skipped"
-    if obj.get("kind") != "Hypervisor":
-        return f"kind {obj.get('kind')!r} is not Hypervisor; skipped"
+    if obj.get("kind") not in _TYPED_LISTS.values():
+        return f"kind {obj.get('kind')!r} is not Hypervisor or Eviction; skipped"
     api_version = obj.get("apiVersion")
     if api_version is not None and not str(api_version).startswith(f"{GROUP}/"):
         return f"apiVersion {api_version!r} is not in group {GROUP}; skipped"
@@ -163,7 +172,7 @@ def _unusable(obj: Any) -> str | None:
 
 
 class FileSource:
-    """Serves the Hypervisor objects found at ``path``, polling it for changes."""
+    """Serves the Hypervisor and Eviction objects found at ``path``, polling it for changes."""
 
     def __init__(self, path: str | os.PathLike[str], poll_interval: float = 1.0) -> None:
         self.path = Path(path)
@@ -267,7 +276,7 @@ class FileSource:
                 failure = error
             else:
                 self._files[path] = _File(stamp, tuple(objects), skipped)
-                log.info("%s: %d Hypervisor objects", path, len(objects))
+                log.info("%s: %d objects", path, len(objects))
                 return True
         message = f"{path}: {_reason(failure)}"
         if previous is not None and previous.error == message and previous.stamp == stamp:
@@ -279,25 +288,15 @@ class FileSource:
 
     def _publish(self, store: Store) -> None:
         """Replace the store with every file's objects; the later of two namesakes wins."""
-        chosen: dict[str, tuple[str, dict[str, Any]]] = {}
         rejected: dict[str, str] = {}
-        doubles: dict[str, list[str]] = {}
         for path in sorted(self._files):
-            loaded = self._files[path]
-            rejected.update(loaded.skipped)
-            for where, obj in loaded.objects:
-                name = obj["metadata"]["name"]
-                if name in chosen:
-                    earlier = chosen[name][0]
-                    log.warning(
-                        "Hypervisor %s is in %s and %s; using %s", name, earlier, where, where
-                    )
-                    rejected[earlier] = f"Hypervisor {name} is defined again in {where}, which wins"
-                    doubles.setdefault(name, []).append(earlier)
-                chosen[name] = (where, obj)
+            rejected.update(self._files[path].skipped)
+        chosen, doubles = self._chosen("Hypervisor", rejected)
         prepared = store.prepare((obj for _, obj in chosen.values()), versioned=False)
         _warn_doubles(prepared.hypervisors, doubles, chosen)
         store.commit(prepared)
+        evictions, _ = self._chosen("Eviction", rejected)
+        store.evictions.replace(obj for _, obj in evictions.values())
         store.rejected.update(rejected)
         errors = [f.error for f in self._files.values() if f.error]
         if self._path_error:
@@ -305,6 +304,28 @@ class FileSource:
         self.status.error = "; ".join(errors) or None
         self.status.synced = self._listed and all(f.complete for f in self._files.values())
         self.status.parse_failures = len(store.rejected)
+
+    def _chosen(
+        self, kind: str, rejected: dict[str, str]
+    ) -> tuple[dict[str, tuple[str, dict[str, Any]]], dict[str, list[str]]]:
+        """The objects of ``kind`` by name, each with where it was (the last one read
+        wins), and where each winner's namesakes were (entered in ``rejected``)."""
+        chosen: dict[str, tuple[str, dict[str, Any]]] = {}
+        doubles: dict[str, list[str]] = {}
+        for path in sorted(self._files):
+            for where, obj in self._files[path].objects:
+                if obj["kind"] != kind:
+                    continue
+                name = obj["metadata"]["name"]
+                if name in chosen:
+                    earlier = chosen[name][0]
+                    log.warning(
+                        "%s %s is in %s and %s; using %s", kind, name, earlier, where, where
+                    )
+                    rejected[earlier] = f"{kind} {name} is defined again in {where}, which wins"
+                    doubles.setdefault(name, []).append(earlier)
+                chosen[name] = (where, obj)
+        return chosen, doubles
 
 
 _DOUBLE = "metadata.name: also defined in "

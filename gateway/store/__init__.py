@@ -8,7 +8,8 @@ that shows its :class:`SyncStatus`, need not import the sources.
 from __future__ import annotations
 
 from gateway.store.collector import collector_paused
-from gateway.store.feed import Feed
+from gateway.store.evictions import EvictionSnapshot, EvictionStore
+from gateway.store.feed import ChangeFeed, Feed
 from gateway.store.snapshot import Change, ChangeType, Snapshot
 from gateway.store.source import Source, SyncStatus
 from gateway.store.store import Batch, Store
@@ -16,7 +17,10 @@ from gateway.store.store import Batch, Store
 __all__ = [
     "Batch",
     "Change",
+    "ChangeFeed",
     "ChangeType",
+    "EvictionSnapshot",
+    "EvictionStore",
     "Feed",
     "Snapshot",
     "Source",

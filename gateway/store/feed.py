@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import NamedTuple
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from gateway.store.snapshot import Change, ChangeType, Snapshot
-from gateway.store.store import Store
 
-__all__ = ["Commit", "Feed", "Lagging"]
+__all__ = ["ChangeFeed", "Changing", "Commit", "Feed", "Lagging"]
+
+S = TypeVar("S")
+C = TypeVar("C")
+S_co = TypeVar("S_co", covariant=True)
+C_co = TypeVar("C_co", covariant=True)
 
 
 class Lagging(Exception):
@@ -31,26 +35,35 @@ class Lagging(Exception):
     commits (one watch event, or one relist however many hosts it changed)."""
 
 
-class Commit(NamedTuple):
-    """The changes the store made at once, and the fleet before and after them."""
+class Commit(NamedTuple, Generic[S, C]):
+    """The changes the store made at once, and the snapshots before and after them."""
 
-    changes: list[Change]
-    before: Snapshot
-    after: Snapshot
+    changes: Sequence[C]
+    before: S
+    after: S
 
-    def holding(self, change: Change) -> Snapshot:
-        """The snapshot ``change``'s record is in: the one made, or for a deletion the
-        one before."""
+    def holding(self, change: Change) -> S:
+        """The snapshot a fleet ``change``'s record is in: the one made, or for a
+        deletion the one before."""
         return self.before if change.type is ChangeType.DELETED else self.after
 
 
-class _Stream:
+class Changing(Protocol[S_co, C_co]):
+    """A store that swaps immutable snapshots and tells listeners the changes between."""
+
+    @property
+    def snapshot(self) -> S_co: ...
+
+    def listen(self, listener: Callable[[S_co, Sequence[C_co]], None]) -> Callable[[], None]: ...
+
+
+class _Stream(Generic[S, C]):
     def __init__(self, limit: int, on_lag: Callable[[], None] | None) -> None:
-        self.queue: asyncio.Queue[Commit] = asyncio.Queue(limit)
+        self.queue: asyncio.Queue[Commit[S, C]] = asyncio.Queue(limit)
         self.lagging = False
         self.on_lag = on_lag
 
-    def put(self, commit: Commit) -> None:
+    def put(self, commit: Commit[S, C]) -> None:
         if self.lagging:
             return
         try:
@@ -66,13 +79,16 @@ class _Stream:
                 self.on_lag()
 
 
-class Feed:
-    """Listens to a store and hands its changes to any number of subscribers."""
+class ChangeFeed(Generic[S, C]):
+    """Listens to a store and hands its changes to any number of subscribers.
 
-    def __init__(self, store: Store, *, queue_limit: int = 1000) -> None:
+    Any store of snapshots (:class:`Changing`): the fleet's, and its evictions'.
+    """
+
+    def __init__(self, store: Changing[S, C], *, queue_limit: int = 1000) -> None:
         self.store = store
         self.queue_limit = queue_limit
-        self._streams: set[_Stream] = set()
+        self._streams: set[_Stream[S, C]] = set()
         #: Subscribers that only want the latest state (fleetCapacityChanged).
         self.latest_readers = 0
         # Set, then replaced, on every change: waiters hold the one current when they began.
@@ -94,7 +110,7 @@ class Feed:
     def subscribers(self) -> int:
         return len(self._streams)
 
-    def _on_change(self, snapshot: Snapshot, changes: list[Change]) -> None:
+    def _on_change(self, snapshot: S, changes: Sequence[C]) -> None:
         commit = Commit(changes, self._seen, snapshot)
         self._seen = snapshot
         for stream in self._streams:
@@ -103,28 +119,30 @@ class Feed:
         self._changed = asyncio.Event()
 
     @contextlib.contextmanager
-    def changes(self, on_lag: Callable[[], None] | None = None) -> Iterator[AsyncIterator[Commit]]:
+    def changes(
+        self, on_lag: Callable[[], None] | None = None
+    ) -> Iterator[AsyncIterator[Commit[S, C]]]:
         """Every commit of changes from entering on, in order, read as the subscriber
         pleases: the ones made meanwhile wait for it. Raises :class:`Lagging` if too
         slow, and calls ``on_lag`` the moment the queue overflows."""
-        stream = _Stream(self.queue_limit, on_lag)
+        stream: _Stream[S, C] = _Stream(self.queue_limit, on_lag)
         self._streams.add(stream)
         try:
             yield self._read(stream)
         finally:
             self._streams.discard(stream)
 
-    async def _read(self, stream: _Stream) -> AsyncIterator[Commit]:
+    async def _read(self, stream: _Stream[S, C]) -> AsyncIterator[Commit[S, C]]:
         while True:
             commit = await stream.queue.get()
             if stream.lagging:
                 raise Lagging(
-                    f"subscriber fell more than {self.queue_limit} updates of the fleet behind; "
+                    f"subscriber fell more than {self.queue_limit} updates behind; "
                     "subscribe again to resume from the current state"
                 )
             yield commit
 
-    async def snapshots(self, interval: float) -> AsyncIterator[Snapshot]:
+    async def snapshots(self, interval: float) -> AsyncIterator[S]:
         """The current snapshot at once, then the newest one after each change,
         at most once per ``interval`` seconds (changes in between coalesce)."""
         self.latest_readers += 1
@@ -139,3 +157,7 @@ class Feed:
                 yield seen
         finally:
             self.latest_readers -= 1
+
+
+class Feed(ChangeFeed[Snapshot, Change]):
+    """The fleet's change feed: of hypervisors."""

@@ -1,4 +1,4 @@
-"""What every source of Hypervisor objects provides (demo, files, Kubernetes)."""
+"""What every source of Hypervisor (and Eviction) objects provides (demo, files, Kubernetes)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,10 @@ class Source(Protocol):
     ``run`` loads a complete first view, calls ``store.mark_ready()``, then keeps the
     store current. It must never raise for bad data or a failing backend: it reports
     trouble through :attr:`status` and its log, and keeps trying.
+
+    A source that knows the operator's evictions writes them into ``store.evictions``
+    (:meth:`~gateway.store.evictions.EvictionStore.replace` with the Eviction objects,
+    for a complete set); until one does, evictions are unavailable, never "none".
     """
 
     status: SyncStatus

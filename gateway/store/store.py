@@ -28,6 +28,7 @@ from gateway.domain.parse import ParseError, parse_hypervisor
 from gateway.domain.records import Hypervisor
 from gateway.store.carried import CarriedT, Making
 from gateway.store.collector import collector_paused, settle
+from gateway.store.evictions import EvictionStore
 from gateway.store.shards import ShardedMap
 from gateway.store.snapshot import Change, ChangeType, Snapshot, Table
 
@@ -104,6 +105,9 @@ class Store:
         self._fingerprints: dict[str, str] = {}
         self._journal = Journal()
         self._making = Making(self._journal)
+        #: The operator's evictions of these hosts: a small store of their own, fed
+        #: beside the fleet by the same source (gateway.store.evictions).
+        self.evictions = EvictionStore()
 
     @property
     def snapshot(self) -> Snapshot:

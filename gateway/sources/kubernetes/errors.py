@@ -14,6 +14,7 @@ __all__ = [
     "ApiError",
     "Expired",
     "NoStreaming",
+    "NotFound",
     "Unauthorized",
     "describe",
     "raise_status",
@@ -42,6 +43,10 @@ class ApiError(Exception):
         self.retry_after = retry_after
 
 
+class NotFound(ApiError):
+    """404: the server does not serve the resource at all (its CRD is not installed)."""
+
+
 class NoStreaming(Exception):
     """The server cannot stream the initial state; a paginated LIST will do."""
 
@@ -57,7 +62,7 @@ def status_of(raw: bytes) -> dict[str, Any]:
     try:
         status = json.loads(raw)
     except ValueError:  # not from the API server itself (a proxy, a load balancer)
-        return {"message": raw[:200].decode(errors="replace")}
+        return {"message": raw[:200].decode(errors="replace").strip()}
     return status if isinstance(status, dict) else {}
 
 
@@ -75,6 +80,8 @@ def raise_status(
         raise Expired(message)
     if code in (401, 403):
         raise Unauthorized(message)
+    if code == 404:
+        raise NotFound(message)
     # A resourceVersion newer than the server's (etcd restored from a backup)
     # can never be served either; client-go relists in this case too.
     details = status.get("details") or {}

@@ -1,4 +1,4 @@
-"""Keeps the store equal to the cluster's Hypervisor objects: list once, then watch.
+"""Keeps a store equal to the cluster's objects of one resource: list once, then watch.
 
 The protocol is client-go's reflector, because its corner cases are where caches
 silently go stale:
@@ -13,12 +13,20 @@ silently go stale:
 * Every event and bookmark moves the resume position forward, so a reconnect
   continues where the last one stopped instead of listing everything again.
 * ``410 Gone`` means that position has been compacted away: only a relist helps.
-  Every other failure is retried from the same position, with backoff, or
-  after the server's ``Retry-After`` if it is longer (an overloaded API server
-  sheds load with 429: retrying sooner only adds to it).
+  ``404`` means the resource is not served at all (its CRD is gone, or not
+  installed yet): a position from before means nothing then, and once it is
+  served again only a relist finds its objects. Every other failure is retried
+  from the same position, with backoff, or after the server's ``Retry-After`` if
+  it is longer (an overloaded API server sheds load with 429: retrying sooner
+  only adds to it).
 
 The Kubernetes client's own ``Watch`` helper is not used: it retries ``410`` by
 itself and hides reconnects, which are exactly the events this module must see.
+
+One engine, :class:`Informer`, serves every resource the gateway reads, each
+into its own store (:mod:`gateway.sources.kubernetes.sink`); a resource's
+informer names its path, and may say what its store makes of a failure
+(:mod:`gateway.sources.kubernetes.evictions`).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar, Generic
 
 import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration
@@ -41,6 +49,7 @@ from gateway.sources.kubernetes.errors import (
     ApiError,
     Expired,
     NoStreaming,
+    NotFound,
     Unauthorized,
     describe,
     raise_status,
@@ -49,23 +58,28 @@ from gateway.sources.kubernetes.errors import (
 from gateway.sources.kubernetes.lines import lines
 from gateway.sources.kubernetes.pipeline import parsing
 from gateway.sources.kubernetes.requests import get, read_json
+from gateway.sources.kubernetes.sink import SinkT
 from gateway.store.source import SyncStatus
-from gateway.store.store import Batch, Store
+from gateway.store.store import Store
 
-__all__ = ["HypervisorInformer"]
+__all__ = ["HypervisorInformer", "Informer", "collection_path"]
 
 log = logging.getLogger(__name__)
 
-RESOURCE = f"{PLURAL}.{GROUP}"
-PATH = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 #: The annotation on the bookmark that ends a stream's initial events.
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 #: The longest wait a server's Retry-After can impose before the next attempt.
 _MAX_RETRY_AFTER = 300.0
 
 
-class HypervisorInformer:
-    """A :class:`~gateway.store.source.Source` fed by the Kubernetes API.
+def collection_path(plural: str) -> str:
+    """The path of a cluster-scoped resource of kvm.cloud.sap/v1."""
+    return f"/apis/{GROUP}/{VERSION}/{plural}"
+
+
+class Informer(Generic[SinkT]):
+    """Lists and watches one resource (``path``, named ``resource`` in logs and
+    errors) into the store :meth:`run` is given.
 
     Objects are parsed in batches: ``batch_size`` of a stream, ``page_size`` of a
     paginated LIST. A stream's objects wait undecoded and are decoded as they
@@ -85,6 +99,11 @@ class HypervisorInformer:
     called when the server refuses them, since they may just have expired (a
     new client certificate among them is presented from the next request on).
     """
+
+    #: The resource as kubectl names it (plural.group), for logs and errors.
+    resource: ClassVar[str]
+    #: The path of its collection.
+    path: ClassVar[str]
 
     def __init__(
         self,
@@ -118,7 +137,7 @@ class HypervisorInformer:
         self._lists = 0
         self._watches = 0
 
-    async def run(self, store: Store) -> None:
+    async def run(self, store: SinkT) -> None:
         presented = client_certificate(self._configuration)
         async with ApiClient(configuration=self._configuration) as client:
             while True:
@@ -130,27 +149,38 @@ class HypervisorInformer:
                         await self._list(client, store)
                     await self._watch(client, store)
                 except NoStreaming as error:
-                    log.info("%s: %s; listing in pages instead", RESOURCE, error)
+                    log.info("%s: %s; listing in pages instead", self.resource, error)
                     self._stream = False
                 except Expired as error:
-                    log.info("%s: %s; relisting", RESOURCE, error)
+                    log.info("%s: %s; relisting", self.resource, error)
                     self._resource_version = None
                 except Unauthorized as error:
-                    await self._unauthorized(error)
+                    await self._unauthorized(store, error)
+                except NotFound as error:
+                    self._resource_version = None
+                    await self._pause(store, error)
                 except (ApiError, aiohttp.ClientError, TimeoutError, OSError, ValueError) as error:
-                    await self._pause(error)
+                    await self._pause(store, error)
                 except Exception as error:  # a bug here must not stop the cache for good
-                    log.exception("unexpected error in the %s informer", RESOURCE)
-                    await self._pause(error)
+                    log.exception("unexpected error in the %s informer", self.resource)
+                    await self._pause(store, error)
 
-    async def _unauthorized(self, error: Unauthorized) -> None:
+    def _failed(self, store: SinkT, error: BaseException) -> None:
+        """What ``store`` makes of a failure, before the informer waits to retry.
+
+        Nothing, here: it keeps the last complete view, and ``status.error`` says
+        why that may be old.
+        """
+
+    async def _unauthorized(self, store: SinkT, error: Unauthorized) -> None:
         """Credentials refused: load them again at once, as they may have expired.
 
         Only when freshly loaded ones are refused too is it a matter of RBAC or
         a revoked account, which someone has to fix: then each retry waits.
         """
-        self.status.error = f"not authorized to list/watch {RESOURCE}: {error}"
+        self.status.error = f"not authorized to list/watch {self.resource}: {error}"
         self.status.synced = False
+        self._failed(store, error)
         if self._refused_fresh or self._credentials is None:
             log.error("%s; retrying in %.0fs", self.status.error, self._auth_retry)
             await asyncio.sleep(self._auth_retry)
@@ -161,21 +191,22 @@ class HypervisorInformer:
             try:
                 await self._credentials()
             except Exception as reload_error:  # a plugin that fails, a file gone
-                log.error("%s: cannot load the credentials again: %s", RESOURCE, reload_error)
+                log.error("%s: cannot load the credentials again: %s", self.resource, reload_error)
 
-    async def _pause(self, error: BaseException) -> None:
+    async def _pause(self, store: SinkT, error: BaseException) -> None:
         delay = self._backoff.next_delay()
         asked = error.retry_after if isinstance(error, ApiError) else None
         if asked is not None:
             # The server's own estimate beats ours, within reason.
             delay = max(delay, min(asked, _MAX_RETRY_AFTER))
         self.status.error = describe(error)
-        log.warning("%s: %s; retrying in %.1fs", RESOURCE, self.status.error, delay)
+        self._failed(store, error)
+        log.warning("%s: %s; retrying in %.1fs", self.resource, self.status.error, delay)
         await asyncio.sleep(delay)
 
     # -- LIST ----------------------------------------------------------------------
 
-    async def _list(self, client: ApiClient, store: Store) -> None:
+    async def _list(self, client: ApiClient, store: SinkT) -> None:
         """Load every object page by page, then replace the store in one step.
 
         The first page is a consistent read (no resourceVersion); the continue
@@ -189,7 +220,7 @@ class HypervisorInformer:
                 query = {"limit": str(self._page_size)}
                 if token:
                     query["continue"] = token
-                response = await get(client, PATH, query, self._list_timeout)
+                response = await get(client, self.path, query, self._list_timeout)
                 async with response:
                     body = await read_json(response)
                 items = body.get("items") or []
@@ -203,7 +234,7 @@ class HypervisorInformer:
             prepared = await batches.finish()
             self._synced(store, prepared, str(metadata["resourceVersion"]), batches.count)
 
-    def _synced(self, store: Store, prepared: Batch, resource_version: str, count: int) -> None:
+    def _synced(self, store: SinkT, prepared: Any, resource_version: str, count: int) -> None:
         """A complete set has arrived: it becomes the store, and the watch resumes after it.
 
         Called with the collector still paused, so that the store's settle
@@ -219,11 +250,11 @@ class HypervisorInformer:
         self._resource_version = resource_version
         self._connected(store)
         self.status.confirm()
-        log.info("%s: listed %d objects at %s", RESOURCE, count, resource_version)
+        log.info("%s: listed %d objects at %s", self.resource, count, resource_version)
 
     # -- WATCH ---------------------------------------------------------------------
 
-    async def _watch(self, client: ApiClient, store: Store) -> None:
+    async def _watch(self, client: ApiClient, store: SinkT) -> None:
         """Follow changes from the resume position until the server ends the stream.
 
         Without a resume position, the stream starts with the initial state.
@@ -247,7 +278,7 @@ class HypervisorInformer:
             query["resourceVersion"] = str(self._resource_version)
         # The server ends the watch after ``timeout``; the client gives up a little
         # later, so a connection that died silently cannot hang forever.
-        response = await get(client, PATH, query, timeout + self._read_grace)
+        response = await get(client, self.path, query, timeout + self._read_grace)
         async with response:
             if initial and response.status in (400, 422):
                 # A server without the WatchList feature (or older than 1.27)
@@ -271,7 +302,7 @@ class HypervisorInformer:
         if events == 0 and not initial and time.monotonic() - started < 1.0:
             raise ApiError("watch closed immediately without any event")
 
-    async def _load_initial(self, stream: AsyncIterator[bytes], store: Store) -> None:
+    async def _load_initial(self, stream: AsyncIterator[bytes], store: SinkT) -> None:
         """Read the initial ADDED events up to the bookmark that ends them; commit them."""
         batch: list[Any] = []
         with parsing(store, document) as batches:
@@ -299,12 +330,12 @@ class HypervisorInformer:
                 elif kind == "ERROR":
                     raise_status(document(event.object))
                 elif kind != "BOOKMARK":
-                    log.warning("%s: ignoring %r in the initial state", RESOURCE, kind)
+                    log.warning("%s: ignoring %r in the initial state", self.resource, kind)
             await batches.add(batch)
             prepared = await batches.finish()
             self._synced(store, prepared, str(obj["metadata"]["resourceVersion"]), batches.count)
 
-    def _apply(self, event: Any, store: Store) -> None:
+    def _apply(self, event: Any, store: SinkT) -> None:
         kind, obj = event.get("type"), event.get("object") or {}
         if kind == "ERROR":
             # The server reports watch failures in-band, after the 200 headers.
@@ -321,7 +352,7 @@ class HypervisorInformer:
         elif kind == "BOOKMARK":
             store.advance(str(resource_version))
         else:
-            log.warning("%s: ignoring watch event of type %r", RESOURCE, kind)
+            log.warning("%s: ignoring watch event of type %r", self.resource, kind)
             return
         self.status.events[kind] += 1
         if resource_version:
@@ -329,12 +360,19 @@ class HypervisorInformer:
         self.status.parse_failures = len(store.rejected)
         self.status.confirm(event=kind != "BOOKMARK")
 
-    def _connected(self, store: Store) -> None:
+    def _connected(self, store: SinkT) -> None:
         """The server accepted a request: whatever went wrong before is over."""
         self._refused_fresh = False
         self.status.synced = store.ready
         self.status.error = None
         self.status.parse_failures = len(store.rejected)
+
+
+class HypervisorInformer(Informer[Store]):
+    """The fleet's :class:`~gateway.store.source.Source`: its Hypervisors, from the cluster."""
+
+    resource = f"{PLURAL}.{GROUP}"
+    path = collection_path(PLURAL)
 
 
 def _ends_initial_events(obj: Any) -> bool:

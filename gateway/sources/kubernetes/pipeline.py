@@ -1,4 +1,4 @@
-"""Parsing a fleet as it arrives: batches of raw objects, parsed in a worker thread."""
+"""Parsing a collection as it arrives: batches of raw objects, parsed in a worker thread."""
 
 from __future__ import annotations
 
@@ -6,18 +6,20 @@ import asyncio
 import collections
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from gateway.sources.kubernetes.sink import Prepared, Sink
 from gateway.store.collector import collector_paused
-from gateway.store.store import Batch, Store
 
 __all__ = ["Batches", "parsing"]
 
 #: Batches received ahead of the parser.
 _AHEAD = 2
 
+P = TypeVar("P", bound=Prepared)
 
-class Batches:
+
+class Batches(Generic[P]):
     """Objects parsed in a worker thread, batch by batch, while the next ones arrive.
 
     The API server works while the gateway parses. At most ``_AHEAD`` batches
@@ -34,26 +36,32 @@ class Batches:
     gateway.store.collector).
     """
 
-    def __init__(self, store: Store, read: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, store: Sink[P], read: Callable[[Any], Any] | None = None) -> None:
         self._store = store
         self._read = read
-        self._prepared = Batch({}, {}, {})
-        self._parsing: collections.deque[asyncio.Future[Batch]] = collections.deque()
+        self._prepared: P | None = None
+        self._parsing: collections.deque[asyncio.Future[P]] = collections.deque()
         self.count = 0
 
     async def add(self, objects: list[Any]) -> None:
         while len(self._parsing) >= _AHEAD:
-            self._prepared.absorb(await self._parsing.popleft())
+            self._absorb(await self._parsing.popleft())
         if objects:
             parsed = objects if self._read is None else map(self._read, objects)
             work = asyncio.to_thread(self._store.prepare, parsed, self.count)
             self._parsing.append(asyncio.ensure_future(work))
             self.count += len(objects)
 
-    async def finish(self) -> Batch:
+    async def finish(self) -> P:
         while self._parsing:
-            self._prepared.absorb(await self._parsing.popleft())
-        return self._prepared
+            self._absorb(await self._parsing.popleft())
+        return self._store.prepare(()) if self._prepared is None else self._prepared
+
+    def _absorb(self, part: P) -> None:
+        if self._prepared is None:
+            self._prepared = part  # made by this set's parse: no one else holds it
+        else:
+            self._prepared.absorb(part)
 
     def cancel(self) -> None:
         for future in self._parsing:
@@ -61,11 +69,11 @@ class Batches:
 
 
 @contextlib.contextmanager
-def parsing(store: Store, read: Callable[[Any], Any] | None = None) -> Iterator[Batches]:
+def parsing(store: Sink[P], read: Callable[[Any], Any] | None = None) -> Iterator[Batches[P]]:
     """Batches for one complete set, with the cyclic collector paused for the whole block.
 
     The block ends after the set is committed, so that the store's settle is the
-    one collection to walk the new records (see HypervisorInformer._synced).
+    one collection to walk the new records (see Informer._synced).
     Batches still being parsed when it is left (an error, a cancel) are cancelled.
     """
     batches = Batches(store, read)
