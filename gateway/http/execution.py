@@ -26,6 +26,7 @@ import anyio.to_thread
 from graphql import DocumentNode, ExecutionResult, GraphQLError, GraphQLSchema, execute
 
 from gateway.api.budget import TIMEOUT, Budget, Offload, Overrun
+from gateway.api.codes import Code, coded
 from gateway.api.context import Context
 from gateway.api.executor import Executor
 from gateway.api.limits import LimitError, Limits
@@ -75,7 +76,7 @@ class Execution:
                 errors = result.errors
                 if errors and result.data is None and all(e.path is None for e in errors):
                     # No path: variable coercion failed, nothing was executed.
-                    raise RequestError(errors)
+                    raise RequestError([coded(e, Code.BAD_USER_INPUT) for e in errors])
                 return finish(result)
             except Overrun as overrun:
                 error = LimitError(overrun.message, extensions={"code": overrun.code})
@@ -133,11 +134,16 @@ def execute_document(
 
 
 def mask(error: GraphQLError, request_id: str) -> GraphQLError:
-    """Errors we raised on purpose read as they are; anything else is our bug, logged."""
+    """Errors we raised on purpose read as they are, each with its code; anything else
+    is our bug, logged. So is an error graphql-core raised in completing a value
+    (a null where the schema promises none): it has no code of ours."""
     original = error.original_error
     if original is None or isinstance(original, GraphQLError):
-        return error
+        return coded(error, Code.INTERNAL_SERVER_ERROR)
     log.error("request %s: unexpected error at %s", request_id, error.path, exc_info=original)
     return GraphQLError(
-        f"internal error (request id {request_id})", path=error.path, nodes=error.nodes
+        f"internal error (request id {request_id})",
+        path=error.path,
+        nodes=error.nodes,
+        extensions={"code": Code.INTERNAL_SERVER_ERROR.value},
     )

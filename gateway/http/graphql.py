@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from gateway.api.budget import TOO_LARGE
+from gateway.api.codes import Code
 from gateway.api.context import Context
 from gateway.api.limits import LimitError
 from gateway.http.assets import graphiql_html
@@ -136,14 +137,10 @@ class GraphQLEndpoint:
         if operation.operation is not OperationType.QUERY:
             if request.method == "GET":
                 raise HttpError(405, "only queries can be sent with GET", {"allow": "POST"})
-            raise RequestError(
-                [
-                    GraphQLError(
-                        f"{operation.operation.value} operations are not supported over HTTP; "
-                        "subscribe over WebSocket on this path"
-                    )
-                ]
-            )
+            if operation.operation is OperationType.SUBSCRIPTION:
+                message = "subscriptions are not answered over HTTP; subscribe over WebSocket"
+                code = Code.SUBSCRIPTION_NEEDS_WEBSOCKET.value
+                raise RequestError([GraphQLError(message, extensions={"code": code})])
         text = self.operations.validate(params.query)
         context = self.context(request)
         key = None
@@ -152,6 +149,7 @@ class GraphQLEndpoint:
             if (cached := await self.cache.get(key, context.pinned)) is not None:
                 request.state.outcome = "ok"
                 return Answer(200, cached, media_type)
+        self.operations.check_arguments(prepared)
         cost = self.operations.check_cost(prepared, context.pinned)
         body, failed = await self.execution.run(
             prepared.document,
@@ -193,9 +191,7 @@ def _json(payload: Any, status: int, media_type: str) -> Answer:
 
 def _refusal(error: HttpError, media_type: str) -> Answer:
     """A refusal, shaped like a GraphQL response so every client can read it."""
-    body: dict[str, Any] = {"message": str(error)}
-    if error.code is not None:
-        body["extensions"] = {"code": error.code}
+    body = {"message": str(error), "extensions": {"code": error.code}}
     return Answer(
         error.status, _encode({"errors": [body]}), media_type, tuple(error.headers.items())
     )

@@ -21,6 +21,7 @@ from graphql import GraphQLError
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
+from gateway.api.codes import Code, for_status
 from gateway.api.limits import Limits
 
 __all__ = [
@@ -57,7 +58,7 @@ class HttpError(Exception):
         super().__init__(message)
         self.status = status
         self.headers = dict(headers or {})
-        self.code = code
+        self.code: str = code or for_status(status).value
 
 
 class RequestError(Exception):
@@ -133,7 +134,7 @@ def params_of(method: str, payload: bytes, max_json_depth: int = 64) -> Params:
     try:
         parsed = loads(payload, max_json_depth)
     except TooDeep as error:
-        raise RequestError([GraphQLError(f"body refused: {error}")], status=400) from error
+        raise _malformed([f"body refused: {error}"]) from error
     except (ValueError, UnicodeDecodeError) as error:
         raise _malformed([f"body is not valid JSON: {error}"]) from error
     if not isinstance(parsed, dict):
@@ -228,7 +229,7 @@ def _params_from_query(query: Mapping[str, str], max_json_depth: int) -> Params:
             try:
                 raw[key] = loads(query[key], max_json_depth)
             except TooDeep as error:
-                raise RequestError([GraphQLError(f"{key} refused: {error}")], 400) from error
+                raise _malformed([f"{key} refused: {error}"]) from error
             except ValueError as error:
                 raise _malformed([f"{key} is not valid JSON"]) from error
     return _params_from(raw)
@@ -253,4 +254,5 @@ def _params_from(raw: Mapping[str, Any]) -> Params:
 
 def _malformed(problems: list[str]) -> RequestError:
     """Parameters that are not a GraphQL request: 400 under either media type."""
-    return RequestError([GraphQLError(p) for p in problems], status=400)
+    code = {"code": Code.BAD_REQUEST.value}
+    return RequestError([GraphQLError(p, extensions=code) for p in problems], status=400)

@@ -88,6 +88,7 @@ class Streams:
         try:
             prepared = self.operations.prepare_params(params)
             self.operations.validate(params.query)
+            self.operations.check_arguments(prepared)
             cost = self.operations.check_cost(prepared, context.pinned)
         except RequestError as error:
             yield PreExecutionError(data=None, errors=error.errors)
@@ -117,7 +118,7 @@ class Streams:
             yield PreExecutionError(data=None, errors=error.errors)
             return
         except HttpError as error:
-            code = {"code": error.code} if error.code else None
+            code = {"code": error.code}
             yield PreExecutionError(data=None, errors=[GraphQLError(str(error), extensions=code)])
             return
         errors = [mask(e, request_id) for e in result.errors or ()]
