@@ -17,9 +17,10 @@ from strawberry.types import Info
 from gateway.api.context import Context
 from gateway.api.eligibility import catalog_flavor
 from gateway.api.enums import CapacityBasis, CapacityView, ExclusionReason, FleetGrouping
-from gateway.api.filters import HypervisorFilter, ResourceRequest, apply_filter
+from gateway.api.filters import HypervisorFilter, ResourceRequest, apply_filter, fitting
 from gateway.api.objects import Hypervisor
 from gateway.api.scalars import Count, KeyValue, ResourceAmount, amounts, pairs
+from gateway.api.warnings import warn_unknown_resources
 from gateway.domain import flavors
 from gateway.domain import slots as counted
 from gateway.domain.demand import Demand
@@ -216,6 +217,7 @@ def flavor_slots(
         found = catalog_flavor(info.context.catalog, flavor)
         return _groups(info, found.demand, where, group_by, view, found.name, project)
     total: dict[str, Decimal] = {}
+    warn_unknown_resources(info.context, [r.resource for r in request or ()])
     for r in request or ():
         if r.resource in total:
             raise GraphQLError(f"slots request names {r.resource} twice", extensions=_BAD)
@@ -236,6 +238,7 @@ def _groups(
     project: str | None,
 ) -> list[counted.SlotGroup]:
     context = info.context
+    warn_unknown_resources(context, fitting(where))
     snapshot, catalog = context.snapshot, context.catalog
     if where is None and project is None and flavor is not None and catalog.get(flavor):
         # The whole fleet's slots of every catalog flavor are kept per change.

@@ -24,6 +24,7 @@ from gateway.api.filters import (
     HypervisorOrder,
     ResourceRequest,
     apply_filter,
+    fitting,
     ordered,
     position,
     position_key,
@@ -35,6 +36,7 @@ from gateway.api.scalars import PlacementProvider
 from gateway.api.shortcuts import shortcut_resolvers
 from gateway.api.subscriptions import Subscription
 from gateway.api.totals import FleetGroup, fleet_groups
+from gateway.api.warnings import warn_unknown_resources
 from gateway.store.ordered import Mapped
 from gateway.store.source import SyncStatus as SyncStatusRecord
 
@@ -163,6 +165,7 @@ class Query:
         after: AfterArg = None,
     ) -> Connection[Hypervisor]:
         context = info.context
+        warn_unknown_resources(context, [*fitting(filter), order_by.resource if order_by else None])
         hosts, keys = ordered(apply_filter(context.snapshot, filter, context.catalog), order_by)
         return paginate(
             hosts,
@@ -226,6 +229,7 @@ class Query:
         ] = FleetGrouping.NONE,
     ) -> list[FleetGroup]:
         context = info.context
+        warn_unknown_resources(context, fitting(filter))
         return fleet_groups(  # type: ignore[return-value]
             context.snapshot, filter, group_by, context.ledger, context.catalog
         )

@@ -156,7 +156,7 @@ class GraphQLEndpoint:
             context,
             params.variables,
             params.operation_name,
-            lambda result: self._finish(result, request_id),
+            lambda result: self._finish(result, request_id, context.warnings),
             cost,
         )
         request.state.outcome = "error" if failed else "ok"
@@ -164,18 +164,24 @@ class GraphQLEndpoint:
             await self.cache.set(key, body, context.reads())
         return Answer(200, body, media_type)
 
-    def _finish(self, result: ExecutionResult, request_id: str) -> tuple[bytes, bool]:
+    def _finish(
+        self, result: ExecutionResult, request_id: str, warnings: list[dict[str, str]]
+    ) -> tuple[bytes, bool]:
         """The answer's body, and whether it has errors: in the worker thread for a large one."""
-        body = _encode(self._format(result, request_id))
+        body = _encode(self._format(result, request_id, warnings))
         if len(body) > self.limits.max_response_bytes:
             message = f"response larger than the limit of {self.limits.max_response_bytes} bytes"
             raise RequestError([LimitError(message, extensions={"code": TOO_LARGE})], 400)
         return body, bool(result.errors)
 
-    def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
+    def _format(
+        self, result: ExecutionResult, request_id: str, warnings: list[dict[str, str]]
+    ) -> dict[str, Any]:
         payload: dict[str, Any] = {"data": result.data}
         if result.errors:
             payload["errors"] = [mask(e, request_id).formatted for e in result.errors]
+        if warnings:
+            payload["extensions"] = {"warnings": warnings}
         return payload
 
 

@@ -105,10 +105,11 @@ class Streams:
                     yield event
             return
         request_id = os.urandom(8).hex()
+        operation_context = context.for_operation()
         try:
             result = await self.execution.run(
                 prepared.document,
-                context.for_operation(),
+                operation_context,
                 params.variables,
                 params.operation_name,
                 lambda result: result,
@@ -122,7 +123,9 @@ class Streams:
             yield PreExecutionError(data=None, errors=[GraphQLError(str(error), extensions=code)])
             return
         errors = [mask(e, request_id) for e in result.errors or ()]
-        yield ExecutionResult(data=result.data, errors=errors or None)
+        warnings = operation_context.warnings
+        extensions = {"warnings": warnings} if warnings else None
+        yield ExecutionResult(data=result.data, errors=errors or None, extensions=extensions)
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
