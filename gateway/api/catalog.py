@@ -18,8 +18,9 @@ from gateway.api.context import Context
 from gateway.api.eligibility import catalog_flavor
 from gateway.api.enums import CapacityBasis, CapacityView, ExclusionReason, FleetGrouping
 from gateway.api.filters import HypervisorFilter, ResourceRequest, apply_filter, fitting
+from gateway.api.nodes import Node, global_id
 from gateway.api.objects import Hypervisor
-from gateway.api.scalars import Count, KeyValue, ResourceAmount, amounts, pairs
+from gateway.api.scalars import Count, KeyValue, ResourceAmount, amounts, pairs, recognizes
 from gateway.api.warnings import warn_unknown_resources
 from gateway.domain import flavors
 from gateway.domain import slots as counted
@@ -133,6 +134,11 @@ class SlotGroup:
         return list(root.hosts)  # type: ignore[arg-type]
 
 
+def _flavor_id(self: None, root: strawberry.Parent[flavors.Flavor]) -> strawberry.ID:
+    """Its global id; ``self`` is unused (the shape a shortcut Lookup calls)."""
+    return global_id("Flavor", root.name)
+
+
 @strawberry.type(
     description="A flavor of the catalog (serve --flavors), and what Nova asks Placement for "
     "it: cpu = vcpus and memory = ram MiB in bytes; hw:cpu_policy=dedicated asks PCPU "
@@ -141,8 +147,14 @@ class SlotGroup:
     "trait:NAME=required/forbidden and aggregate_instance_extra_specs:KEY=VALUE limit the "
     "hosts. disk is not requested unless resources:DISK_GB says so."
 )
-class Flavor:
+class Flavor(Node):
+    is_type_of = recognizes(flavors.Flavor)
     name: str = strawberry.field(description="Flavor name.")
+    id: strawberry.ID = strawberry.field(
+        resolver=_flavor_id,
+        description="Global id (Node): Flavor and the flavor name.",
+    )
+
     vcpus: int = strawberry.field(description="vCPUs.")
     ram_mib: int = strawberry.field(description="RAM in MiB.")
     disk_gb: int | None = strawberry.field(description="Root disk in GB (not requested).")

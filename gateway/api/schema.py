@@ -29,6 +29,7 @@ from gateway.api.filters import (
     position,
     position_key,
 )
+from gateway.api.nodes import Node, parse_global_id
 from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor, consumer_view
 from gateway.api.pagination import Connection, Cursor, Position, paginate
 from gateway.api.reuse import mark_reusable
@@ -298,6 +299,26 @@ class Query:
                 return h  # type: ignore[return-value]
         return None
 
+    @strawberry.field(
+        description="The object with this global id (Node.id), or null: a hypervisor, a "
+        "consumer or a flavor, for clients that refetch by id (Relay)."
+    )
+    def node(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="A Node.id.")],
+    ) -> Node | None:
+        named = parse_global_id(id)
+        if named is None:
+            return None
+        kind, key = named
+        context = info.context
+        if kind == "Hypervisor":
+            return context.host(key)  # type: ignore[return-value]
+        if kind == "Consumer":
+            return consumer_view(context, key)  # type: ignore[return-value]
+        return context.catalog.get(key)  # type: ignore[return-value]
+
     @strawberry.field(description="How current the gateway's cache is.")
     def sync_status(self, info: Info[Context, None]) -> SyncStatus:
         return info.context.status  # type: ignore[return-value]
@@ -311,6 +332,7 @@ DIRECT_LOOKUPS = (
     *(
         ("Hypervisor", field)
         for field in (
+            "id",
             "resource",
             "label",
             "labels",
