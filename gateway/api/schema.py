@@ -55,7 +55,7 @@ FirstArg = Annotated[
     int | None,
     strawberry.argument(
         description="Page size, 0 to the server's page size limit (10000 unless configured; "
-        "outside that range the field fails with code BAD_PAGE_SIZE). Default: all "
+        "outside that range the request is refused with code BAD_PAGE_SIZE). Default: all "
         "remaining, up to that limit; pageInfo.hasNextPage tells whether more follow."
     ),
 ]
