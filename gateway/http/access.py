@@ -7,7 +7,8 @@ error, rejected or failed; absent for anything that is not a GraphQL request, su
 as GraphiQL, probes or ``/metrics``).
 
 One log line per request, with method, path, status, operation, outcome,
-duration and request id. Never the query string (GET requests carry variables
+duration, request id, and the caller's trace id when it sent a W3C ``traceparent``
+(gateway.http.tracecontext). Never the query string (GET requests carry variables
 there), never a header: tokens cannot reach the log by this route. Probes and
 scrapes, which arrive every few seconds, and the page assets under ``/static/``
 log at debug level.
@@ -22,6 +23,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway.http.metrics import Metrics
+from gateway.http.tracecontext import trace_id
 
 __all__ = ["RequestObserver"]
 
@@ -80,6 +82,7 @@ def _log(scope: Scope, state: dict[str, Any], response: dict[str, Any], seconds:
         "outcome": state.get("outcome"),
         "duration_ms": round(seconds * 1000, 2),
         "request_id": response["request_id"],
+        "trace_id": trace_id(scope["headers"]),
     }
     extra = {key: value for key, value in fields.items() if value is not None}
     log.log(
