@@ -65,10 +65,12 @@ class RequestError(Exception):
     """A GraphQL request error: the operation was never executed, so no ``data``.
 
     ``status`` overrides the spec's media-type-dependent status: a request over a
-    limit, or parameters that do not make a GraphQL request at all (a body that is
-    not JSON, a ``query`` that is not a string), are refused with a 4xx whichever
-    media type the client accepts. Only a well-formed request whose document fails
-    to parse, validate or coerce keeps the 200 that ``application/json`` promises.
+    limit of what running it costs (cost, time, response size), or parameters that
+    do not make a GraphQL request at all (a body that is not JSON, a ``query`` that
+    is not a string), are refused with a 4xx whichever media type the client
+    accepts. A well-formed request whose document fails to parse or validate (the
+    limits on its shape included) or whose variables do not coerce keeps the 200
+    that ``application/json`` promises.
     """
 
     def __init__(self, errors: list[GraphQLError], status: int | None = None):
