@@ -47,13 +47,13 @@ class ArgumentValuesRule(ValuesOfCorrectTypeRule):
 
     #: The argument (or variable default) whose value is being checked.
     where = ""
-    field = ""
 
-    def enter_field(self, node: FieldNode, *_: Any) -> None:
-        self.field = node.name.value
-
-    def enter_argument(self, node: ArgumentNode, *_: Any) -> None:
-        self.where = f"{self.field}({node.name.value}:)"
+    def enter_argument(
+        self, node: ArgumentNode, _key: Any, _parent: Any, _path: Any, ancestors: list[Any]
+    ) -> None:
+        owner = ancestors[-1]  # the field or directive the argument is given to
+        name = owner.name.value if isinstance(owner, FieldNode) else f"@{owner.name.value}"
+        self.where = f"{name}({node.name.value}:)"
 
     def enter_variable_definition(self, node: VariableDefinitionNode, *_: Any) -> None:
         self.where = f"default of ${node.variable.name.value}"
