@@ -207,6 +207,7 @@ def _serve(
 ) -> None:
     from gateway.http.app import create_app
     from gateway.http.serve import serve
+    from gateway.http.tracing import Tracing
 
     app = create_app(
         source,
@@ -229,6 +230,7 @@ def _serve(
         metrics=metrics,
         allowed_hosts=allowed_hosts(settings),
         catalog=catalog,
+        tracing=Tracing(settings.otlp_endpoint) if settings.otlp_endpoint else None,
     )
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port

@@ -23,7 +23,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio.to_thread
-from graphql import DocumentNode, ExecutionResult, GraphQLError, GraphQLSchema, execute
+from graphql import (
+    DocumentNode,
+    ExecutionResult,
+    GraphQLError,
+    GraphQLSchema,
+    execute,
+    get_operation_ast,
+)
 
 from gateway.api.budget import TIMEOUT, Budget, Offload, Overrun
 from gateway.api.codes import Code, coded
@@ -31,6 +38,7 @@ from gateway.api.context import Context
 from gateway.api.executor import Executor
 from gateway.api.limits import LimitError, Limits
 from gateway.http.request import HttpError, RequestError
+from gateway.http.tracing import Tracing
 
 __all__ = ["Execution", "execute_document", "mask"]
 
@@ -46,9 +54,13 @@ GRACE_SECONDS = 1.0
 class Execution:
     """Runs operations of one schema in worker threads, within ``limits``."""
 
-    def __init__(self, schema: GraphQLSchema, limits: Limits) -> None:
+    def __init__(
+        self, schema: GraphQLSchema, limits: Limits, tracing: Tracing | None = None
+    ) -> None:
         self.schema = schema
         self.limits = limits
+        #: Spans of operations, when tracing is on.
+        self.tracing = tracing
         #: Operations holding a slot (executing, or waiting for a thread).
         self.running = 0
 
@@ -68,6 +80,21 @@ class Execution:
         the loop takes none), and :class:`RequestError` (400) for an operation over its
         time or size, or whose variables were refused (it never ran).
         """
+        if self.tracing is None:
+            return await self._run(document, context, variables, operation_name, finish, cost)
+        operation = get_operation_ast(document, operation_name)
+        with self.tracing.operation(operation.name.value if operation and operation.name else None):
+            return await self._run(document, context, variables, operation_name, finish, cost)
+
+    async def _run(
+        self,
+        document: DocumentNode,
+        context: Context,
+        variables: dict[str, Any] | None,
+        operation_name: str | None,
+        finish: Callable[[ExecutionResult], T],
+        cost: int,
+    ) -> T:
         budget = context.budget = self._budget()
 
         def work() -> T:
