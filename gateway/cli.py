@@ -213,6 +213,7 @@ def _serve(
 ) -> None:
     from gateway.http.app import create_app
     from gateway.http.serve import serve
+    from gateway.http.tracing import Tracing
 
     app = create_app(
         source,
@@ -235,6 +236,7 @@ def _serve(
         metrics=metrics,
         allowed_hosts=allowed_hosts(settings),
         catalog=catalog,
+        tracing=Tracing(settings.otlp_endpoint) if settings.otlp_endpoint else None,
     )
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port

@@ -48,6 +48,7 @@ class Settings:
     inline_query_cost: int = 1000
     max_response_bytes: int = 64 * 1024 * 1024
     max_concurrent_queries: int = 32
+    otlp_endpoint: str | None = None
 
     @property
     def source(self) -> str:
@@ -155,6 +156,13 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_MAX_CONCURRENT_QUERIES",
         int,
         "queries executing at once before 429 (default 32)",
+    ),
+    (
+        "otlp_endpoint",
+        "GATEWAY_OTLP_ENDPOINT",
+        str,
+        "OTLP/HTTP collector that gets a span per request and operation, e.g. "
+        "http://otel-collector:4318 (default: no tracing)",
     ),
 ]
 

@@ -5,8 +5,12 @@ Two things a GraphQL schema cannot tell a generator, and these hooks do:
 - what values of the custom scalars look like (:mod:`tests.scalar_values`), without
   which schemathesis skips every argument of one;
 - the rules beyond types that the schema's descriptions document, each refused
-  with its own ``extensions.code`` (tests/test_api.py and tests/test_catalog.py
-  check those answers): ``first`` from 0 to the page size limit (BAD_PAGE_SIZE),
+  with its own ``extensions.code`` (tests/test_rules.py and tests/test_catalog.py
+  check those answers). Refused in validation or not, schemathesis counts the
+  refusal of a document its types allow as a failure (ST206, its
+  positive_data_acceptance check judges GraphQL bodies, not statuses), and
+  hypothesis-graphql cannot be told a range or a @oneOf. The rules:
+  ``first`` from 0 to the page size limit (BAD_PAGE_SIZE),
   an ordering by a figure names its resource (ORDER_NEEDS_RESOURCE), and
   ``slots`` asks for exactly one of a non-empty request, each resource once, and
   a catalog flavor (BAD_SLOTS_REQUEST, UNKNOWN_FLAVOR); every flavor argument and

@@ -457,6 +457,32 @@ def run_in_graphiql(page: Any, document: str, expect: str) -> str:
     return result
 
 
+#: Widths of phones held upright: a small one, and the width the dashboard was measured at.
+PHONE_WIDTHS = (360, 400)
+OVERFLOW = "document.documentElement.scrollWidth - window.innerWidth"
+
+
+@pytest.mark.parametrize("width", PHONE_WIDTHS)
+def test_a_phone_shows_the_dashboard_without_scrolling_sideways(
+    page: Any, demo: Gateway, width: int
+) -> None:
+    """Wide tables scroll in their own box; nothing else is wider than the screen."""
+    page.set_viewport_size({"width": width, "height": 800})
+    open_dashboard(page, demo)
+    page.wait_for_selector("#slots-table")
+    assert page.evaluate(OVERFLOW) <= 0
+    screenshot(page, f"dashboard-{width}px.png")
+
+
+def test_graphiql_fits_a_phone(page: Any, gateway: Gateway) -> None:
+    page.set_viewport_size({"width": PHONE_WIDTHS[0], "height": 800})
+    page.goto(gateway.url + "/graphql")
+    page.wait_for_selector(QUERY_EDITOR)
+    viewport = page.get_attribute('meta[name="viewport"]', "content")
+    assert viewport == "width=device-width, initial-scale=1"
+    assert page.evaluate(OVERFLOW) <= 0
+
+
 def test_graphiql_runs_from_local_assets(page: Any, gateway: Gateway) -> None:
     requests: list[Any] = []
     frames: list[str] = []

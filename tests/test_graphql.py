@@ -240,13 +240,14 @@ async def test_field_errors_are_executed_responses(client: httpx.AsyncClient) ->
         client,
         {
             "query": '{ ok: hypervisor(name: "node-a") { name } '
-            "bad: hypervisors(first: -1) { totalCount } }"
+            'bad: slots(flavor: "no-such-flavor") { key } }'
         },
     )
     assert response.status_code == 200
     body = response.json()
-    assert body["data"] is None  # hypervisors is non-null, so the error reaches the root
+    assert body["data"] is None  # slots is non-null, so the error reaches the root
     assert body["errors"][0]["path"] == ["bad"]
+    assert body["errors"][0]["extensions"] == {"code": "UNKNOWN_FLAVOR"}
 
 
 async def test_every_response_has_a_request_id(client: httpx.AsyncClient) -> None:

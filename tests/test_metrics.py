@@ -69,7 +69,7 @@ async def test_requests_are_counted_by_operation_and_outcome(gw: Gateway) -> Non
     await gw.post("query Names { hypervisors { totalCount } }")
     await gw.post("query Names { hypervisors { totalCount } }")
     await gw.post("{ hypervisors { totalCount } }")
-    await gw.post("query Negative { hypervisors(first: -1) { totalCount } }")
+    await gw.post('query Negative { slots(flavor: "nope") { key } }')  # a field error
     await gw.post("query Invalid { noSuchField }")
     await gw.post("{ not a document")
     samples = await gw.scrape()

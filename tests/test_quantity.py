@@ -27,6 +27,7 @@ from gateway.domain.quantity import (
     format_quantity,
     parse_number,
     parse_quantity,
+    respelled,
 )
 from tests.objects import crd_schema
 
@@ -389,3 +390,25 @@ def test_remembered_spellings_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPat
     kept = sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in cache.items())
     assert 0 < kept <= 10_000 and quantity._cached_bytes == kept
     assert parse_quantity(spellings[0]) is cache[spellings[0]]
+
+
+@pytest.mark.parametrize(
+    ("text", "meant"),
+    [
+        ("16GiB", "16Gi"),
+        ("16 Gi", "16Gi"),
+        ("16gi", "16Gi"),
+        ("1.5gib", "1.5Gi"),
+        ("16kib", "16Ki"),
+        ("2TB", "2T"),  # decimal as written, never turned binary
+        ("16GB", "16G"),
+        ("16Gi", None),  # already right
+        ("500m", None),
+        ("5 cores", None),
+        ("abc", None),
+    ],
+)
+def test_respelled_reads_units_as_people_write_them(text: str, meant: str | None) -> None:
+    assert respelled(text) == meant
+    if meant is not None:
+        parse_quantity(meant)

@@ -1,8 +1,21 @@
-"""The committed schema.graphql is the code's schema, and everything is described."""
+"""The committed schema.graphql is the code's schema, everything is described, and
+every breaking change since the last release is in CHANGELOG.md."""
 
+import re
+import warnings
 from pathlib import Path
 
-from graphql import GraphQLEnumType, GraphQLInputObjectType, GraphQLObjectType, get_named_type
+from graphql import (
+    BreakingChange,
+    DangerousChange,
+    GraphQLEnumType,
+    GraphQLInputObjectType,
+    GraphQLObjectType,
+    build_schema,
+    find_breaking_changes,
+    find_dangerous_changes,
+    get_named_type,
+)
 
 from gateway.api.schema import schema, sdl
 from gateway.cli import main
@@ -63,3 +76,45 @@ def test_amounts_are_never_int_or_float() -> None:
                 if field_name in amount_fields:
                     named = get_named_type(field.type).name
                     assert named not in ("Int", "Float"), f"{name}.{field_name}: {field.type}"
+
+
+def _changes_since_release() -> tuple[list[BreakingChange], list[DangerousChange]]:
+    released = build_schema((ROOT / "docs" / "schema.released.graphql").read_text("utf-8"))
+    current = build_schema((ROOT / "schema.graphql").read_text("utf-8"))
+    return find_breaking_changes(released, current), find_dangerous_changes(released, current)
+
+
+def _unreleased() -> str:
+    """CHANGELOG.md's section for what is not released yet."""
+    text = (ROOT / "CHANGELOG.md").read_text("utf-8")
+    return text.split("## Unreleased", 1)[1].split("\n## ", 1)[0]
+
+
+def _coordinate(description: str) -> str:
+    """The schema coordinate a change is about: ``Type.field``, else ``Type``."""
+    found = re.search(r"\b([A-Za-z_]\w*\.\w+)\b", description) or re.search(
+        r"\b([A-Z]\w*)\b(?= (?:was|changed))", description
+    )
+    assert found is not None, f"no schema coordinate in {description!r}"
+    return found.group(1)
+
+
+def _unlisted(changes: list[BreakingChange], unreleased: str) -> list[str]:
+    return [c.description for c in changes if f"`{_coordinate(c.description)}`" not in unreleased]
+
+
+def test_every_breaking_change_since_the_release_is_in_the_changelog() -> None:
+    """Additions pass; a dangerous change (an argument's default, an enum value added)
+    is a warning; a breaking one must be listed, by its coordinate, as unreleased."""
+    breaking, dangerous = _changes_since_release()
+    for change in dangerous:
+        warnings.warn(f"dangerous schema change: {change.description}", stacklevel=1)
+    assert _unlisted(breaking, _unreleased()) == [], "list these in CHANGELOG.md, Unreleased"
+
+
+def test_the_changelog_check_finds_an_unlisted_change() -> None:
+    released = build_schema("type Query { a: Int b(x: String): Int }")
+    current = build_schema("type Query { a: String b(x: Int): Int c: Int }")
+    changes = find_breaking_changes(released, current)
+    unlisted = _unlisted(changes, "- `Query.a` is a String.")
+    assert [_coordinate(d) for d in unlisted] == ["Query.b"]

@@ -149,3 +149,28 @@ async def test_every_malformed_message_is_closed_with_4400(
     assert received is not None, "closed without a close frame"
     assert received.code == 4400
     assert received.reason.startswith(reason)
+
+
+async def ws_answer(address: str, query: str, variables: dict[str, Any]) -> Any:
+    """The payload of a query's first message over graphql-transport-ws."""
+    async with websockets.connect(f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        payload = {"query": query, "variables": variables}
+        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
+        message = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    assert message["type"] in ("next", "error"), message
+    return message["payload"]
+
+
+async def test_codes_rules_and_warnings_reach_websocket_clients_too() -> None:
+    page = "query($n: Int) { hypervisors(first: $n) { totalCount } }"
+    unknown = "query($r: ResourceName) { hypervisors(orderBy: {field: FREE, resource: $r}) { totalCount } }"
+    async with run_server(generate(20)) as (address, _):
+        [mutation] = await ws_answer(address, "mutation { a }", {})
+        [page_size] = await ws_answer(address, page, {"n": 10**6})
+        warned = await ws_answer(address, unknown, {"r": "cpuz"})
+    assert mutation["extensions"] == {"code": "MUTATIONS_NOT_SUPPORTED"}
+    assert page_size["extensions"] == {"code": "BAD_PAGE_SIZE"}
+    assert warned["data"] == {"hypervisors": {"totalCount": 20}}
+    assert [w["code"] for w in warned["extensions"]["warnings"]] == ["UNKNOWN_RESOURCE"]

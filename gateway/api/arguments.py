@@ -19,9 +19,10 @@ import strawberry
 from graphql import GraphQLError
 
 from gateway.api import pagination
+from gateway.api.codes import Code
 from gateway.api.pagination import Cursor, CursorError
 from gateway.api.scalars import QUANTITY_DESCRIPTION, Count, Quantity
-from gateway.domain.quantity import QuantityError, format_quantity, parse_quantity
+from gateway.domain.quantity import QuantityError, format_quantity, parse_quantity, respelled
 from gateway.domain.selector import Matcher, SelectorError, parse_selector
 
 __all__ = ["SCALARS", "UUID", "LabelSelector", "ResourceName"]
@@ -51,57 +52,76 @@ _K8S_NAME = re.compile(
     r"(?=[^/]{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 )
 _PLACEMENT_CLASS = re.compile(r"[A-Z0-9_]{1,255}")
+BAD = Code.BAD_QUANTITY
+QUANTITY_NOTATION = (
+    "Kubernetes quantity notation is digits with an optional suffix: Ki Mi Gi Ti Pi Ei "
+    '(powers of 1024), k M G T P E (powers of 1000), m (thousandths), or an exponent ("1e3")'
+)
 
 
-def _text(value: object, scalar: str) -> str:
+def _refused(message: str, code: Code) -> GraphQLError:
+    """A value refused by a scalar: graphql-core adds where (argument, variable, path)."""
+    return GraphQLError(message, extensions={"code": code.value})
+
+
+def _text(value: object, scalar: str, code: Code) -> str:
     if not isinstance(value, str):
-        raise GraphQLError(f"{scalar} must be a string, got {value!r}")
+        raise _refused(f"{scalar} must be a string, got {value!r}", code)
     return value
 
 
 def parse_uuid(value: object) -> str:
-    text = _text(value, "UUID")
+    text = _text(value, "UUID", Code.BAD_UUID)
     if not _UUID.fullmatch(text):
-        raise GraphQLError(f"invalid UUID {text!r}: expected 8-4-4-4-12 hexadecimal digits")
+        raise _refused(
+            f"invalid UUID {text!r}: expected 8-4-4-4-12 hexadecimal digits", Code.BAD_UUID
+        )
     return text.lower()
 
 
 def parse_resource_name(value: object) -> str:
-    text = _text(value, "ResourceName")
+    text = _text(value, "ResourceName", Code.BAD_RESOURCE_NAME)
     if not (_K8S_NAME.fullmatch(text) or _PLACEMENT_CLASS.fullmatch(text)):
-        raise GraphQLError(
+        raise _refused(
             f"invalid resource name {text!r}: expected a Kubernetes resource name (cpu, "
-            "memory, nvidia.com/gpu) or a Placement resource class (DISK_GB, CUSTOM_X)"
+            "memory, nvidia.com/gpu) or a Placement resource class (DISK_GB, CUSTOM_X)",
+            Code.BAD_RESOURCE_NAME,
         )
     return text
 
 
 def parse_label_selector(value: object) -> LabelSelector:
-    text = _text(value, "LabelSelector")
+    text = _text(value, "LabelSelector", Code.BAD_LABEL_SELECTOR)
     try:
         return LabelSelector(text, parse_selector(text))
     except SelectorError as error:
-        raise GraphQLError(str(error)) from error
+        raise _refused(str(error), Code.BAD_LABEL_SELECTOR) from error
 
 
 def parse_amount(value: object) -> Decimal:
-    """A requested amount: a finite Kubernetes quantity, never negative."""
+    """A requested amount: a finite Kubernetes quantity, never negative.
+
+    A refusal says what the notation expects, and the likely intended spelling of a
+    near miss (``16GiB``: ``16Gi``), since units are where people go wrong.
+    """
     if not isinstance(value, (str, int)) or isinstance(value, bool):
-        raise GraphQLError(f"Quantity must be a string (or an integer), got {value!r}")
+        raise _refused(f"Quantity must be a string (or an integer), got {value!r}", BAD)
     try:
         amount = parse_quantity(value)
     except QuantityError as error:
-        raise GraphQLError(str(error)) from error
+        hint = respelled(value) if isinstance(value, str) else None
+        advice = f"did you mean {hint}? " if hint else ""
+        raise _refused(f"{error}: {advice}{QUANTITY_NOTATION}", BAD) from error
     if amount < 0:
-        raise GraphQLError(f"invalid quantity {value!r}: an amount asked for is never negative")
+        raise _refused(f"invalid quantity {value!r}: an amount asked for is never negative", BAD)
     return amount
 
 
 def parse_cursor(value: object) -> pagination.Position:
     try:
-        return pagination.decode_cursor(_text(value, "Cursor"))
+        return pagination.decode_cursor(_text(value, "Cursor", Code.BAD_CURSOR))
     except CursorError as error:
-        raise GraphQLError(str(error)) from error
+        raise _refused(str(error), Code.BAD_CURSOR) from error
 
 
 def _same(value: Any) -> Any:
@@ -110,7 +130,7 @@ def _same(value: Any) -> Any:
 
 def parse_count(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise GraphQLError(f"Count must be a whole number >= 0, got {value!r}")
+        raise _refused(f"Count must be a whole number >= 0, got {value!r}", Code.BAD_COUNT)
     return value
 
 

@@ -17,9 +17,11 @@ from strawberry.types import Info
 from gateway.api.context import Context
 from gateway.api.eligibility import catalog_flavor
 from gateway.api.enums import CapacityBasis, CapacityView, ExclusionReason, FleetGrouping
-from gateway.api.filters import HypervisorFilter, ResourceRequest, apply_filter
+from gateway.api.filters import HypervisorFilter, ResourceRequest, apply_filter, fitting
+from gateway.api.nodes import Node, global_id
 from gateway.api.objects import Hypervisor
-from gateway.api.scalars import Count, KeyValue, ResourceAmount, amounts, pairs
+from gateway.api.scalars import Count, KeyValue, ResourceAmount, amounts, pairs, recognizes
+from gateway.api.warnings import warn_unknown_resources
 from gateway.domain import flavors
 from gateway.domain import slots as counted
 from gateway.domain.demand import Demand
@@ -132,6 +134,11 @@ class SlotGroup:
         return list(root.hosts)  # type: ignore[arg-type]
 
 
+def _flavor_id(self: None, root: strawberry.Parent[flavors.Flavor]) -> strawberry.ID:
+    """Its global id; ``self`` is unused (the shape a shortcut Lookup calls)."""
+    return global_id("Flavor", root.name)
+
+
 @strawberry.type(
     description="A flavor of the catalog (serve --flavors), and what Nova asks Placement for "
     "it: cpu = vcpus and memory = ram MiB in bytes; hw:cpu_policy=dedicated asks PCPU "
@@ -140,8 +147,14 @@ class SlotGroup:
     "trait:NAME=required/forbidden and aggregate_instance_extra_specs:KEY=VALUE limit the "
     "hosts. disk is not requested unless resources:DISK_GB says so."
 )
-class Flavor:
+class Flavor(Node):
+    is_type_of = recognizes(flavors.Flavor)
     name: str = strawberry.field(description="Flavor name.")
+    id: strawberry.ID = strawberry.field(
+        resolver=_flavor_id,
+        description="Global id (Node): Flavor and the flavor name.",
+    )
+
     vcpus: int = strawberry.field(description="vCPUs.")
     ram_mib: int = strawberry.field(description="RAM in MiB.")
     disk_gb: int | None = strawberry.field(description="Root disk in GB (not requested).")
@@ -216,6 +229,7 @@ def flavor_slots(
         found = catalog_flavor(info.context.catalog, flavor)
         return _groups(info, found.demand, where, group_by, view, found.name, project)
     total: dict[str, Decimal] = {}
+    warn_unknown_resources(info.context, [r.resource for r in request or ()])
     for r in request or ():
         if r.resource in total:
             raise GraphQLError(f"slots request names {r.resource} twice", extensions=_BAD)
@@ -236,6 +250,7 @@ def _groups(
     project: str | None,
 ) -> list[counted.SlotGroup]:
     context = info.context
+    warn_unknown_resources(context, fitting(where))
     snapshot, catalog = context.snapshot, context.catalog
     if where is None and project is None and flavor is not None and catalog.get(flavor):
         # The whole fleet's slots of every catalog flavor are kept per change.

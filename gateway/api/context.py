@@ -43,6 +43,7 @@ class Context:
         "on_lag",
         "status",
         "store",
+        "warnings",
     )
 
     def __init__(
@@ -77,6 +78,8 @@ class Context:
         self.budget: Budget | None = None
         self._read_fleet = False
         self._hosts_read: dict[str, Hypervisor | None] = {}
+        #: What the answer's ``extensions.warnings`` say (gateway.api.warnings).
+        self.warnings: list[dict[str, str]] = []
 
     @property
     def snapshot(self) -> Snapshot:
@@ -123,6 +126,12 @@ class Context:
         """One hypervisor by name, for a resolver: its answer depends on this host only."""
         record = self._hosts_read[name] = self.pinned.by_name.get(name)
         return record
+
+    def warn(self, code: str, message: str) -> None:
+        """Add a warning to the answer, once however often it is met."""
+        warning = {"code": str(code), "message": message}
+        if warning not in self.warnings:
+            self.warnings.append(warning)
 
     def reads(self) -> Reads:
         """What the resolvers read so far, for the cache (gateway.store.reads)."""

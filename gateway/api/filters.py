@@ -237,6 +237,11 @@ def _predicates(where: HypervisorFilter, catalog: Catalog) -> Iterable[Predicate
             yield lambda h, f=flag, w=wanted: (getattr(h, f) is True) is w  # type: ignore[misc]
 
 
+def fitting(where: HypervisorFilter | None) -> list[str]:
+    """The resources ``where`` asks a host to fit (canFit), for warnings."""
+    return [r.resource for r in (where.can_fit or ())] if where is not None else []
+
+
 def _request(requests: Sequence[ResourceRequest]) -> dict[str, Decimal]:
     total: dict[str, Decimal] = {}
     for r in requests:

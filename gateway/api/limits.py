@@ -31,6 +31,8 @@ from graphql import (
     SelectionSetNode,
 )
 
+from gateway.api.codes import Code
+
 __all__ = ["LimitError", "Limits", "check_document"]
 
 
@@ -62,6 +64,10 @@ class LimitError(GraphQLError):
     """A request over one of the :class:`Limits`."""
 
 
+def _over(message: str, code: Code) -> LimitError:
+    return LimitError(message, extensions={"code": code.value})
+
+
 @dataclasses.dataclass(slots=True)
 class _Shape:
     depth: int = 0
@@ -83,14 +89,17 @@ def check_document(document: DocumentNode, limits: Limits) -> None:
 
 def _check(shape: _Shape, limits: Limits) -> None:
     if shape.depth > limits.max_depth:
-        raise LimitError(f"query depth {shape.depth} exceeds the limit of {limits.max_depth}")
+        message = f"query depth {shape.depth} exceeds the limit of {limits.max_depth}"
+        raise _over(message, Code.QUERY_TOO_DEEP)
     if shape.aliases > limits.max_aliases:
-        raise LimitError(f"query has {shape.aliases} aliases; the limit is {limits.max_aliases}")
+        message = f"query has {shape.aliases} aliases; the limit is {limits.max_aliases}"
+        raise _over(message, Code.TOO_MANY_ALIASES)
     if shape.selections > limits.max_selections:
-        raise LimitError(
+        message = (
             f"query selects {shape.selections} fields once fragments are expanded; "
             f"the limit is {limits.max_selections}"
         )
+        raise _over(message, Code.TOO_MANY_SELECTIONS)
 
 
 class _Measure:
@@ -131,7 +140,8 @@ class _Measure:
 
     def fragment(self, name: str, path: tuple[str, ...]) -> _Shape:
         if name in path:
-            raise LimitError(f"fragment cycle: {' -> '.join((*path, name))}")
+            cycle = " -> ".join((*path, name))
+            raise _over(f"fragment cycle: {cycle}", Code.GRAPHQL_VALIDATION_FAILED)
         if name not in self.memo:
             definition = self.fragments.get(name)
             if definition is None:

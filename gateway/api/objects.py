@@ -17,6 +17,7 @@ from gateway.api.eligibility import Eligibility, catalog_flavor, eligibility
 from gateway.api.enums import CapacityView
 from gateway.api.evictions import Eviction, evictions_of_host
 from gateway.api.hosttypes import DomainCapabilities, HostCapabilities, UpdateStatus
+from gateway.api.nodes import Node, global_id
 from gateway.api.scalars import (
     Aggregate,
     Condition,
@@ -119,6 +120,11 @@ def _first(values: Iterable[str | None]) -> str | None:
     return next((v for v in values if v), None)
 
 
+def _consumer_id(self: None, root: strawberry.Parent[ConsumerRecord]) -> strawberry.ID:
+    """Its global id; ``self`` is unused (the shape a shortcut Lookup calls)."""
+    return global_id("Consumer", root.uuid)
+
+
 @strawberry.type(
     description=(
         "A Placement consumer (usually an instance) across hypervisors. During a live "
@@ -126,8 +132,13 @@ def _first(values: Iterable[str | None]) -> str | None:
         "no single size is given: read the bookings."
     )
 )
-class Consumer:
+class Consumer(Node):
+    is_type_of = recognizes(ConsumerRecord)
     uuid: str = strawberry.field(description="Placement consumer UUID (lower case).")
+    id: strawberry.ID = strawberry.field(
+        resolver=_consumer_id,
+        description="Global id (Node): Consumer and the UUID.",
+    )
 
     @strawberry.field(description="Its bookings, one per hypervisor (two or more when migrating).")
     def bookings(self, root: strawberry.Parent[ConsumerRecord]) -> list[ConsumerBooking]:
@@ -173,14 +184,25 @@ class Drift:
         return root.running_not_booked  # type: ignore[return-value]
 
 
+def _hypervisor_id(self: None, root: strawberry.Parent[domain.Hypervisor]) -> strawberry.ID:
+    """Its global id; ``self`` is unused (the shape a shortcut Lookup calls)."""
+    return global_id("Hypervisor", root.name)
+
+
 @strawberry.type(
     description=(
         "A KVM hypervisor (Kubernetes object kvm.cloud.sap/v1 Hypervisor; its name is the "
         "Node name): identity, scheduling state, bookings and computed free capacity."
     )
 )
-class Hypervisor:
+class Hypervisor(Node):
+    is_type_of = recognizes(domain.Hypervisor)
     name: str = strawberry.field(description="Object name (= Kubernetes Node name).")
+    id: strawberry.ID = strawberry.field(
+        resolver=_hypervisor_id,
+        description="Global id (Node): Hypervisor and the object name.",
+    )
+
     uid: str | None = strawberry.field(description="Kubernetes object UID.")
     resource_version: str | None = strawberry.field(
         description="metadata.resourceVersion the figures were computed from."

@@ -25,10 +25,12 @@ from gateway.api.filters import (
     HypervisorOrder,
     ResourceRequest,
     apply_filter,
+    fitting,
     ordered,
     position,
     position_key,
 )
+from gateway.api.nodes import Node, parse_global_id
 from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor, consumer_view
 from gateway.api.pagination import Connection, Cursor, Position, paginate
 from gateway.api.reuse import mark_reusable
@@ -36,6 +38,7 @@ from gateway.api.scalars import PlacementProvider
 from gateway.api.shortcuts import shortcut_resolvers
 from gateway.api.subscriptions import Subscription
 from gateway.api.totals import FleetGroup, fleet_groups
+from gateway.api.warnings import warn_unknown_resources
 from gateway.store.ordered import Mapped
 from gateway.store.source import SyncStatus as SyncStatusRecord
 
@@ -54,7 +57,7 @@ FirstArg = Annotated[
     int | None,
     strawberry.argument(
         description="Page size, 0 to the server's page size limit (10000 unless configured; "
-        "outside that range the field fails with code BAD_PAGE_SIZE). Default: all "
+        "outside that range the request is refused with code BAD_PAGE_SIZE). Default: all "
         "remaining, up to that limit; pageInfo.hasNextPage tells whether more follow."
     ),
 ]
@@ -178,6 +181,7 @@ class Query:
         after: AfterArg = None,
     ) -> Connection[Hypervisor]:
         context = info.context
+        warn_unknown_resources(context, [*fitting(filter), order_by.resource if order_by else None])
         hosts, keys = ordered(apply_filter(context.snapshot, filter, context.catalog), order_by)
         return paginate(
             hosts,
@@ -241,6 +245,7 @@ class Query:
         ] = FleetGrouping.NONE,
     ) -> list[FleetGroup]:
         context = info.context
+        warn_unknown_resources(context, fitting(filter))
         return fleet_groups(  # type: ignore[return-value]
             context.snapshot, filter, group_by, context.ledger, context.catalog
         )
@@ -334,6 +339,26 @@ class Query:
                 return h  # type: ignore[return-value]
         return None
 
+    @strawberry.field(
+        description="The object with this global id (Node.id), or null: a hypervisor, a "
+        "consumer or a flavor, for clients that refetch by id (Relay)."
+    )
+    def node(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="A Node.id.")],
+    ) -> Node | None:
+        named = parse_global_id(id)
+        if named is None:
+            return None
+        kind, key = named
+        context = info.context
+        if kind == "Hypervisor":
+            return context.host(key)  # type: ignore[return-value]
+        if kind == "Consumer":
+            return consumer_view(context, key)  # type: ignore[return-value]
+        return context.catalog.get(key)  # type: ignore[return-value]
+
     @strawberry.field(description="How current the gateway's cache is.")
     def sync_status(self, info: Info[Context, None]) -> SyncStatus:
         return info.context.status  # type: ignore[return-value]
@@ -347,6 +372,7 @@ DIRECT_LOOKUPS = (
     *(
         ("Hypervisor", field)
         for field in (
+            "id",
             "resource",
             "label",
             "labels",

@@ -21,7 +21,14 @@ import sys
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["CONTEXT", "QuantityError", "format_quantity", "parse_number", "parse_quantity"]
+__all__ = [
+    "CONTEXT",
+    "QuantityError",
+    "format_quantity",
+    "parse_number",
+    "parse_quantity",
+    "respelled",
+]
 
 #: Arithmetic context for every sum and product of quantities. Quantities are
 #: bounded to 10**MAX_EXPONENT and have at most 9 decimal places, so 100 digits
@@ -151,6 +158,34 @@ def _exact(value: Any, *, units: bool) -> Decimal:
     if match["decimal"]:
         return number.scaleb(_DECIMAL[match["decimal"]], CONTEXT)
     return number
+
+
+#: A unit as people write it (``GiB``, ``gb``, ``Gi B``): the prefix and its binary ``i``.
+_NEAR_MISS = re.compile(r"(?P<number>[0-9.eE+-]+)\s*(?P<prefix>[kKmMgGtTpPeE]?)(?P<i>[iI]?)[bB]?")
+
+
+def respelled(text: str) -> str | None:
+    """The Kubernetes spelling of an amount written the way people write units
+    (``16GiB``, ``16 Gi``, ``16gi``, ``2TB``), or None when there is no such reading.
+
+    Only unambiguous readings: ``16GB`` is ``16G`` (decimal, as written), never
+    ``16Gi``; a lower-case ``m`` (milli) or ``k`` is never turned into another unit.
+    """
+    match = _NEAR_MISS.fullmatch(text.strip())
+    if match is None:
+        return None
+    prefix = match["prefix"]
+    if match["i"]:
+        prefix = prefix.upper() if prefix != "k" else "K"
+        prefix = f"{prefix}i" if prefix else ""
+    elif prefix in ("g", "t", "p"):
+        prefix = prefix.upper()
+    candidate = match["number"] + prefix
+    try:
+        _exact(candidate, units=True)
+    except (QuantityError, decimal.InvalidOperation):
+        return None
+    return candidate if candidate != text else None
 
 
 def _show(value: Any) -> str:

@@ -31,6 +31,7 @@ from gateway.http.hosts import HostCheck
 from gateway.http.metrics import Metrics, StateCollector
 from gateway.http.operations import Operations
 from gateway.http.request import ALLOW
+from gateway.http.tracing import Tracing
 from gateway.http.websocket import SubscriptionServer
 from gateway.store.feed import Feed
 from gateway.store.source import Source
@@ -58,6 +59,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     catalog: Catalog = NO_CATALOG,
     capacity_series: bool = True,
+    tracing: Tracing | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
 
@@ -69,6 +71,9 @@ def create_app(
 
     Without ``capacity_series`` there is no ``/metrics/capacity``, and none of the
     memory and start time that keeping it rendered ahead of scrapes costs.
+
+    With ``tracing``, requests and operations are spans (gateway.http.tracing),
+    sent until the app stops.
     """
     store = store or Store()
     limits = limits or Limits()
@@ -112,6 +117,8 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await running
             feed.stop()
+            if tracing is not None:
+                await asyncio.to_thread(tracing.shutdown)  # sends what is batched
 
     # One policy for both transports: the same checks, slots, time and size limits.
     operations = Operations(
@@ -120,7 +127,7 @@ def create_app(
         validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
         uncacheable=LIVE_FIELDS,
     )
-    execution = Execution(schema._schema, limits)
+    execution = Execution(schema._schema, limits, tracing)
     endpoint = GraphQLEndpoint(
         operations,
         execution,
@@ -177,7 +184,7 @@ def create_app(
     app.state.metrics = metrics
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, allowed=allowed_hosts)
-    app.add_middleware(RequestObserver, metrics=metrics)
+    app.add_middleware(RequestObserver, metrics=metrics, tracing=tracing)
     return app
 
 

@@ -23,13 +23,22 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio.to_thread
-from graphql import DocumentNode, ExecutionResult, GraphQLError, GraphQLSchema, execute
+from graphql import (
+    DocumentNode,
+    ExecutionResult,
+    GraphQLError,
+    GraphQLSchema,
+    execute,
+    get_operation_ast,
+)
 
 from gateway.api.budget import TIMEOUT, Budget, Offload, Overrun
+from gateway.api.codes import Code, coded
 from gateway.api.context import Context
 from gateway.api.executor import Executor
 from gateway.api.limits import LimitError, Limits
 from gateway.http.request import HttpError, RequestError
+from gateway.http.tracing import Tracing
 
 __all__ = ["Execution", "execute_document", "mask"]
 
@@ -45,9 +54,13 @@ GRACE_SECONDS = 1.0
 class Execution:
     """Runs operations of one schema in worker threads, within ``limits``."""
 
-    def __init__(self, schema: GraphQLSchema, limits: Limits) -> None:
+    def __init__(
+        self, schema: GraphQLSchema, limits: Limits, tracing: Tracing | None = None
+    ) -> None:
         self.schema = schema
         self.limits = limits
+        #: Spans of operations, when tracing is on.
+        self.tracing = tracing
         #: Operations holding a slot (executing, or waiting for a thread).
         self.running = 0
 
@@ -67,6 +80,21 @@ class Execution:
         the loop takes none), and :class:`RequestError` (400) for an operation over its
         time or size, or whose variables were refused (it never ran).
         """
+        if self.tracing is None:
+            return await self._run(document, context, variables, operation_name, finish, cost)
+        operation = get_operation_ast(document, operation_name)
+        with self.tracing.operation(operation.name.value if operation and operation.name else None):
+            return await self._run(document, context, variables, operation_name, finish, cost)
+
+    async def _run(
+        self,
+        document: DocumentNode,
+        context: Context,
+        variables: dict[str, Any] | None,
+        operation_name: str | None,
+        finish: Callable[[ExecutionResult], T],
+        cost: int,
+    ) -> T:
         budget = context.budget = self._budget()
 
         def work() -> T:
@@ -75,7 +103,7 @@ class Execution:
                 errors = result.errors
                 if errors and result.data is None and all(e.path is None for e in errors):
                     # No path: variable coercion failed, nothing was executed.
-                    raise RequestError(errors)
+                    raise RequestError([coded(e, Code.BAD_USER_INPUT) for e in errors])
                 return finish(result)
             except Overrun as overrun:
                 error = LimitError(overrun.message, extensions={"code": overrun.code})
@@ -133,11 +161,16 @@ def execute_document(
 
 
 def mask(error: GraphQLError, request_id: str) -> GraphQLError:
-    """Errors we raised on purpose read as they are; anything else is our bug, logged."""
+    """Errors we raised on purpose read as they are, each with its code; anything else
+    is our bug, logged. So is an error graphql-core raised in completing a value
+    (a null where the schema promises none): it has no code of ours."""
     original = error.original_error
     if original is None or isinstance(original, GraphQLError):
-        return error
+        return coded(error, Code.INTERNAL_SERVER_ERROR)
     log.error("request %s: unexpected error at %s", request_id, error.path, exc_info=original)
     return GraphQLError(
-        f"internal error (request id {request_id})", path=error.path, nodes=error.nodes
+        f"internal error (request id {request_id})",
+        path=error.path,
+        nodes=error.nodes,
+        extensions={"code": Code.INTERNAL_SERVER_ERROR.value},
     )

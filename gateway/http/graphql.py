@@ -31,6 +31,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from gateway.api.budget import TOO_LARGE
+from gateway.api.codes import Code
 from gateway.api.context import Context
 from gateway.api.limits import LimitError
 from gateway.http.assets import graphiql_html
@@ -136,14 +137,10 @@ class GraphQLEndpoint:
         if operation.operation is not OperationType.QUERY:
             if request.method == "GET":
                 raise HttpError(405, "only queries can be sent with GET", {"allow": "POST"})
-            raise RequestError(
-                [
-                    GraphQLError(
-                        f"{operation.operation.value} operations are not supported over HTTP; "
-                        "subscribe over WebSocket on this path"
-                    )
-                ]
-            )
+            if operation.operation is OperationType.SUBSCRIPTION:
+                message = "subscriptions are not answered over HTTP; subscribe over WebSocket"
+                code = Code.SUBSCRIPTION_NEEDS_WEBSOCKET.value
+                raise RequestError([GraphQLError(message, extensions={"code": code})])
         text = self.operations.validate(params.query)
         context = self.context(request)
         key = None
@@ -152,13 +149,14 @@ class GraphQLEndpoint:
             if (cached := await self.cache.get(key, context.pinned)) is not None:
                 request.state.outcome = "ok"
                 return Answer(200, cached, media_type)
+        self.operations.check_arguments(prepared)
         cost = self.operations.check_cost(prepared, context.pinned)
         body, failed = await self.execution.run(
             prepared.document,
             context,
             params.variables,
             params.operation_name,
-            lambda result: self._finish(result, request_id),
+            lambda result: self._finish(result, request_id, context.warnings),
             cost,
         )
         request.state.outcome = "error" if failed else "ok"
@@ -166,18 +164,24 @@ class GraphQLEndpoint:
             await self.cache.set(key, body, context.reads())
         return Answer(200, body, media_type)
 
-    def _finish(self, result: ExecutionResult, request_id: str) -> tuple[bytes, bool]:
+    def _finish(
+        self, result: ExecutionResult, request_id: str, warnings: list[dict[str, str]]
+    ) -> tuple[bytes, bool]:
         """The answer's body, and whether it has errors: in the worker thread for a large one."""
-        body = _encode(self._format(result, request_id))
+        body = _encode(self._format(result, request_id, warnings))
         if len(body) > self.limits.max_response_bytes:
             message = f"response larger than the limit of {self.limits.max_response_bytes} bytes"
             raise RequestError([LimitError(message, extensions={"code": TOO_LARGE})], 400)
         return body, bool(result.errors)
 
-    def _format(self, result: ExecutionResult, request_id: str) -> dict[str, Any]:
+    def _format(
+        self, result: ExecutionResult, request_id: str, warnings: list[dict[str, str]]
+    ) -> dict[str, Any]:
         payload: dict[str, Any] = {"data": result.data}
         if result.errors:
             payload["errors"] = [mask(e, request_id).formatted for e in result.errors]
+        if warnings:
+            payload["extensions"] = {"warnings": warnings}
         return payload
 
 
@@ -193,9 +197,7 @@ def _json(payload: Any, status: int, media_type: str) -> Answer:
 
 def _refusal(error: HttpError, media_type: str) -> Answer:
     """A refusal, shaped like a GraphQL response so every client can read it."""
-    body: dict[str, Any] = {"message": str(error)}
-    if error.code is not None:
-        body["extensions"] = {"code": error.code}
+    body = {"message": str(error), "extensions": {"code": error.code}}
     return Answer(
         error.status, _encode({"errors": [body]}), media_type, tuple(error.headers.items())
     )

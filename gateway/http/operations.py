@@ -26,7 +26,6 @@ from graphql import (
     get_operation_ast,
     parse,
     print_ast,
-    specified_rules,
     validate,
     visit,
 )
@@ -35,8 +34,11 @@ from graphql.validation.rules.overlapping_fields_can_be_merged import MAX_COMPLE
 from graphql.validation.validate import ValidationAbortedError
 from graphql.validation.validation_context import MAX_FRAGMENT_WORK
 
+from gateway.api.codes import Code, coded
 from gateway.api.cost import Profile, estimate
 from gateway.api.limits import LimitError, Limits, check_document
+from gateway.api.rules import argument_rules, check_with_variables
+from gateway.api.validation import specified
 from gateway.http.cache import digest
 from gateway.http.request import Params, RequestError, params_of
 from gateway.store.snapshot import Snapshot
@@ -63,6 +65,8 @@ class PreparedOperation:
     _digest: str | None = dataclasses.field(default=None, init=False)
     #: The estimated cost, and the fleet profile it was estimated on.
     cost: tuple[Profile, int] | None = dataclasses.field(default=None, init=False)
+    #: Its arguments met the rules with its variables' values (gateway.api.rules).
+    arguments_checked: bool = dataclasses.field(default=False, init=False)
 
     @property
     def name(self) -> str | None:
@@ -94,7 +98,8 @@ class Operations:
     ) -> None:
         self.schema = schema
         self.limits = limits
-        self.rules = (*specified_rules, *validation_rules)
+        rules = argument_rules(limits.max_page_size)
+        self.rules = (*specified(), rules, *validation_rules)
         #: Fields whose answers are not a function of the store snapshot alone.
         self.uncacheable = uncacheable
         self.parse = functools.lru_cache(maxsize=cache_size)(self._parse)
@@ -117,15 +122,17 @@ class Operations:
         if operation is None:
             name = params.operation_name
             message = f"unknown operation {name!r}" if name else "operationName is required"
-            raise RequestError([GraphQLError(message)])
+            code = Code.OPERATION_RESOLUTION_FAILURE.value
+            raise RequestError([GraphQLError(message, extensions={"code": code})])
         return PreparedOperation(params, document, operation)
 
     def _parse(self, query: str) -> DocumentNode:
         try:
             return parse(query, max_tokens=self.limits.max_tokens)
         except GraphQLError as error:
-            status = 400 if "tokens" in error.message else None
-            raise RequestError([error], status) from error
+            over = "tokens" in error.message  # the parser's own limit
+            code = Code.TOO_MANY_TOKENS if over else Code.GRAPHQL_PARSE_FAILED
+            raise RequestError([coded(error, code)]) from error
 
     def _validate(self, query: str) -> str | None:
         """Check limits, then validate.
@@ -138,14 +145,33 @@ class Operations:
         document = self.parse(query)
         try:
             check_document(document, self.limits)
-        except LimitError as error:
-            raise RequestError([error], status=400) from error
+        except LimitError as error:  # answered like any validation error
+            raise RequestError([error]) from error
         errors = validate(self.schema, document, self.rules, max_errors=MAX_VALIDATION_ERRORS)
         if errors:
-            raise RequestError(_limit_named(errors, document))
+            failed = Code.GRAPHQL_VALIDATION_FAILED
+            raise RequestError([coded(e, failed) for e in _limit_named(errors, document)])
         if _selects_any(document, self.uncacheable):
             return None
         return print_ast(document)
+
+    def check_arguments(self, prepared: PreparedOperation) -> None:
+        """The argument rules again, now that the variables' values are known.
+
+        Called once the document is valid; checked once per distinct request.
+        """
+        if prepared.arguments_checked:
+            return
+        errors = check_with_variables(
+            self.schema,
+            prepared.document,
+            prepared.operation,
+            prepared.params.variables,
+            self.limits.max_page_size,
+        )
+        if errors:
+            raise RequestError(errors)
+        prepared.arguments_checked = True
 
     def check_cost(self, prepared: PreparedOperation, snapshot: Snapshot) -> int:
         """The operation's estimated cost on ``snapshot``; refused if over the limit.
@@ -174,7 +200,8 @@ class Operations:
                 f"query cost {cost} exceeds the limit of {self.limits.max_cost} "
                 f"(estimated from the fleet's {len(snapshot)} hosts and its list sizes)"
             )
-            raise RequestError([LimitError(message, extensions={"code": "QUERY_TOO_COSTLY"})], 400)
+            code = Code.QUERY_TOO_COSTLY.value
+            raise RequestError([LimitError(message, extensions={"code": code})], 400)
         return cost
 
 

@@ -21,6 +21,7 @@ from graphql import GraphQLError
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 
+from gateway.api.codes import Code, for_status
 from gateway.api.limits import Limits
 
 __all__ = [
@@ -57,17 +58,19 @@ class HttpError(Exception):
         super().__init__(message)
         self.status = status
         self.headers = dict(headers or {})
-        self.code = code
+        self.code: str = code or for_status(status).value
 
 
 class RequestError(Exception):
     """A GraphQL request error: the operation was never executed, so no ``data``.
 
     ``status`` overrides the spec's media-type-dependent status: a request over a
-    limit, or parameters that do not make a GraphQL request at all (a body that is
-    not JSON, a ``query`` that is not a string), are refused with a 4xx whichever
-    media type the client accepts. Only a well-formed request whose document fails
-    to parse, validate or coerce keeps the 200 that ``application/json`` promises.
+    limit of what running it costs (cost, time, response size), or parameters that
+    do not make a GraphQL request at all (a body that is not JSON, a ``query`` that
+    is not a string), are refused with a 4xx whichever media type the client
+    accepts. A well-formed request whose document fails to parse or validate (the
+    limits on its shape included) or whose variables do not coerce keeps the 200
+    that ``application/json`` promises.
     """
 
     def __init__(self, errors: list[GraphQLError], status: int | None = None):
@@ -133,7 +136,7 @@ def params_of(method: str, payload: bytes, max_json_depth: int = 64) -> Params:
     try:
         parsed = loads(payload, max_json_depth)
     except TooDeep as error:
-        raise RequestError([GraphQLError(f"body refused: {error}")], status=400) from error
+        raise _malformed([f"body refused: {error}"]) from error
     except (ValueError, UnicodeDecodeError) as error:
         raise _malformed([f"body is not valid JSON: {error}"]) from error
     if not isinstance(parsed, dict):
@@ -228,7 +231,7 @@ def _params_from_query(query: Mapping[str, str], max_json_depth: int) -> Params:
             try:
                 raw[key] = loads(query[key], max_json_depth)
             except TooDeep as error:
-                raise RequestError([GraphQLError(f"{key} refused: {error}")], 400) from error
+                raise _malformed([f"{key} refused: {error}"]) from error
             except ValueError as error:
                 raise _malformed([f"{key} is not valid JSON"]) from error
     return _params_from(raw)
@@ -253,4 +256,5 @@ def _params_from(raw: Mapping[str, Any]) -> Params:
 
 def _malformed(problems: list[str]) -> RequestError:
     """Parameters that are not a GraphQL request: 400 under either media type."""
-    return RequestError([GraphQLError(p) for p in problems], status=400)
+    code = {"code": Code.BAD_REQUEST.value}
+    return RequestError([GraphQLError(p, extensions=code) for p in problems], status=400)

@@ -88,6 +88,7 @@ class Streams:
         try:
             prepared = self.operations.prepare_params(params)
             self.operations.validate(params.query)
+            self.operations.check_arguments(prepared)
             cost = self.operations.check_cost(prepared, context.pinned)
         except RequestError as error:
             yield PreExecutionError(data=None, errors=error.errors)
@@ -104,10 +105,11 @@ class Streams:
                     yield event
             return
         request_id = os.urandom(8).hex()
+        operation_context = context.for_operation()
         try:
             result = await self.execution.run(
                 prepared.document,
-                context.for_operation(),
+                operation_context,
                 params.variables,
                 params.operation_name,
                 lambda result: result,
@@ -117,11 +119,13 @@ class Streams:
             yield PreExecutionError(data=None, errors=error.errors)
             return
         except HttpError as error:
-            code = {"code": error.code} if error.code else None
+            code = {"code": error.code}
             yield PreExecutionError(data=None, errors=[GraphQLError(str(error), extensions=code)])
             return
         errors = [mask(e, request_id) for e in result.errors or ()]
-        yield ExecutionResult(data=result.data, errors=errors or None)
+        warnings = operation_context.warnings
+        extensions = {"warnings": warnings} if warnings else None
+        yield ExecutionResult(data=result.data, errors=errors or None, extensions=extensions)
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):

@@ -1,0 +1,135 @@
+"""Rules across arguments: refused in validation, and again once variables are known."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from graphql import get_operation_ast, parse, validate
+
+from gateway.api.rules import argument_rules, check_with_variables
+from gateway.api.schema import schema
+
+MAX_PAGE = 100
+SLOTS_BY_VARIABLES = (
+    "query($r: [ResourceRequest!], $f: String) { slots(request: $r, flavor: $f) { key } }"
+)
+
+
+def literal(query: str) -> list[tuple[str, str]]:
+    found = validate(schema._schema, parse(query), [argument_rules(MAX_PAGE)])
+    return [(e.message, e.extensions["code"]) for e in found]  # type: ignore[index]
+
+
+def with_variables(query: str, variables: dict[str, Any] | None) -> list[tuple[str, str]]:
+    document = parse(query)
+    operation = get_operation_ast(document)
+    assert operation is not None
+    found = check_with_variables(schema._schema, document, operation, variables, MAX_PAGE)
+    return [(e.message, e.extensions["code"]) for e in found]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (
+            "{ hypervisors(first: 101) { totalCount } }",
+            ("first is 101; the page size limit is 100", "BAD_PAGE_SIZE"),
+        ),
+        (
+            "{ consumers(first: -1) { totalCount } }",
+            ("first must not be negative", "BAD_PAGE_SIZE"),
+        ),
+        (
+            "{ hypervisors(orderBy: {field: BOOKED}) { totalCount } }",
+            ("orderBy BOOKED needs a resource, e.g. cpu", "ORDER_NEEDS_RESOURCE"),
+        ),
+        (
+            "{ hypervisors(orderBy: {field: UTILIZATION, resource: null}) { totalCount } }",
+            ("orderBy UTILIZATION needs a resource, e.g. cpu", "ORDER_NEEDS_RESOURCE"),
+        ),
+        (
+            "{ slots { key } }",
+            ("slots needs exactly one of request and flavor", "BAD_SLOTS_REQUEST"),
+        ),
+        (
+            '{ slots(flavor: "f", request: [{resource: "cpu", amount: "1"}]) { key } }',
+            ("slots needs exactly one of request and flavor", "BAD_SLOTS_REQUEST"),
+        ),
+        (
+            "{ slots(request: []) { key } }",
+            ("slots: a request needs at least one resource", "BAD_SLOTS_REQUEST"),
+        ),
+        (
+            '{ s: slots(request: [{resource: "cpu", amount: "1"}, {resource: "cpu", amount: "2"}]) { key } }',
+            ("slots request names cpu twice", "BAD_SLOTS_REQUEST"),
+        ),
+    ],
+)
+def test_literals_are_refused_in_validation(query: str, expected: tuple[str, str]) -> None:
+    assert literal(query) == [expected]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "{ hypervisors(first: 100, orderBy: {field: FREE, resource: cpu}) { totalCount } }",
+        "{ hypervisors(orderBy: {field: NAME}) { totalCount } }",
+        '{ slots(flavor: "f") { key } }',
+        '{ slots(request: [{resource: "cpu", amount: "1"}]) { key } }',
+        "query($n: Int) { hypervisors(first: $n) { totalCount } }",  # not known yet
+        SLOTS_BY_VARIABLES,
+    ],
+)
+def test_what_keeps_the_rules_or_is_not_known_yet_passes(query: str) -> None:
+    assert literal(query.replace("resource: cpu", 'resource: "cpu"')) == []
+
+
+@pytest.mark.parametrize(
+    ("variables", "codes"),
+    [
+        ({"f": "m1.small"}, []),
+        ({"r": [{"resource": "cpu", "amount": "1"}]}, []),
+        ({}, ["BAD_SLOTS_REQUEST"]),  # neither: an absent variable is null
+        (None, ["BAD_SLOTS_REQUEST"]),
+        ({"f": "m1.small", "r": [{"resource": "cpu", "amount": "1"}]}, ["BAD_SLOTS_REQUEST"]),
+        (
+            {"r": [{"resource": "cpu", "amount": "1"}, {"resource": "cpu", "amount": "1"}]},
+            ["BAD_SLOTS_REQUEST"],
+        ),
+    ],
+)
+def test_variables_are_judged_by_the_same_rules(
+    variables: dict[str, Any] | None, codes: list[str]
+) -> None:
+    assert [code for _, code in with_variables(SLOTS_BY_VARIABLES, variables)] == codes
+
+
+def test_defaults_of_variables_count() -> None:
+    query = "query($n: Int = 500) { hypervisors(first: $n) { totalCount } }"
+    assert with_variables(query, None) == [
+        ("first is 500; the page size limit is 100", "BAD_PAGE_SIZE")
+    ]
+    assert with_variables(query, {"n": 5}) == []
+    ordering = "query($o: HypervisorOrder) { hypervisors(orderBy: $o) { totalCount } }"
+    assert [c for _, c in with_variables(ordering, {"o": {"field": "FREE"}})] == [
+        "ORDER_NEEDS_RESOURCE"
+    ]
+
+
+def test_a_value_of_the_wrong_type_is_left_to_coercion() -> None:
+    assert (
+        with_variables("query($n: Int) { hypervisors(first: $n) { totalCount } }", {"n": "x"}) == []
+    )
+
+
+def test_only_the_operation_asked_for_is_judged() -> None:
+    query = (
+        "query A($n: Int) { hypervisors(first: $n) { totalCount } } "
+        "query B($n: Int) { consumers(first: $n) { totalCount } }"
+    )
+    document = parse(query)
+    operation = get_operation_ast(document, "A")
+    assert operation is not None
+    found = check_with_variables(schema._schema, document, operation, {"n": 101}, MAX_PAGE)
+    assert [e.locations[0].column for e in found if e.locations] == [20]  # A's field only
