@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from gateway.domain.flavors import load_catalog
-from gateway.sources.demo.source import generate
-from tests.support import serve
+from gateway.sources.demo.source import DemoSource
+from tests.support import eventually, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = (ROOT / "README.md").read_text()
@@ -26,7 +26,9 @@ EXAMPLES = [
 
 @pytest.fixture
 async def demo() -> AsyncIterator[httpx.AsyncClient]:
-    async with serve(generate(), catalog=load_catalog(None)) as (client, _):
+    """What serve --demo serves: the demo source (its fleet and evictions) and catalog."""
+    async with serve(DemoSource(), catalog=load_catalog(None)) as (client, store):
+        await eventually(lambda: store.ready)
         yield client
 
 

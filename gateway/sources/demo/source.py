@@ -28,6 +28,7 @@ import logging
 from typing import Any
 
 from gateway.sources.demo.churn import Churn
+from gateway.sources.demo.evictions import evictions
 from gateway.sources.demo.plan import TRACKED, Fleet, check_tracked
 from gateway.sources.demo.render import render
 from gateway.store.collector import collector_paused
@@ -121,6 +122,7 @@ class DemoSource:
                 generate_fleet, self.size, self.seed, self.bookings_per_host, self.tracked
             )
             await store.replace_async(fleet.objects)
+            store.evictions.replace(evictions(fleet.objects))
         self.status.parse_failures = len(store.rejected)
         store.mark_ready()
         self.status.synced = True
