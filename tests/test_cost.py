@@ -177,3 +177,11 @@ def test_slots_kept_per_flavor_and_counted_for_a_request_filter_or_project() -> 
         '{ slots(request: [{resource: "cpu", amount: "1"}]) { slots } }',
     ):
         assert cost(counted, profile) == kept + 1000
+
+
+def test_a_drain_is_priced_as_a_pass_over_the_fleet() -> None:
+    profile = Profile(hosts=1000, consumers=0, lists={})
+    plan = cost('{ drainPlan(hosts: ["a"]) { exact } }', profile)
+    assert plan >= 1000
+    kept = cost('{ slots(flavor: "m1") { slots } }', profile)
+    assert cost('{ slots(flavor: "m1", drain: ["a"]) { slots } }', profile) == kept + 1000

@@ -69,6 +69,13 @@ DOCUMENTS: list[tuple[str, str, dict[str, Any], bool]] = [
         False,
     ),
     (
+        "drain-plan",
+        '{ drainPlan(hosts: ["node-a"]) { drained exact moves { uuid from to }'
+        " unplaced { uuid reason } after { key hypervisorCount } } }",
+        {},
+        False,
+    ),
+    (
         "fits-flavor",
         '{ hypervisors(filter: {fitsFlavor: "g_c4_m16"}) { nodes { name } } }',
         {},

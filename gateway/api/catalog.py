@@ -6,6 +6,7 @@ request (explicit amounts, or a catalog flavor's as Nova builds it) and says cle
 what is wrong with them.
 """
 
+import dataclasses
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Annotated
@@ -15,19 +16,26 @@ from graphql import GraphQLError
 from strawberry.types import Info
 
 from gateway.api.context import Context
+from gateway.api.drain import drained_fleet
 from gateway.api.eligibility import catalog_flavor
 from gateway.api.enums import CapacityBasis, CapacityView, ExclusionReason, FleetGrouping
-from gateway.api.filters import HypervisorFilter, ResourceRequest, apply_filter, fitting
+from gateway.api.filters import (
+    HypervisorFilter,
+    ResourceRequest,
+    apply_filter,
+    compile_filter,
+    fitting,
+)
 from gateway.api.nodes import Node, global_id
 from gateway.api.objects import Hypervisor
 from gateway.api.scalars import Count, KeyValue, ResourceAmount, amounts, pairs, recognizes
 from gateway.api.warnings import warn_unknown_resources
-from gateway.domain import flavors
+from gateway.domain import flavors, records
 from gateway.domain import slots as counted
 from gateway.domain.demand import Demand
 from gateway.domain.fleet import group_keys
 
-__all__ = ["Exclusion", "Flavor", "SlotGroup", "flavor_slots"]
+__all__ = ["Asked", "Exclusion", "Flavor", "SlotGroup", "flavor_slots"]
 
 GroupByArg = Annotated[
     FleetGrouping, strawberry.argument(description="Grouping (default NONE: one group).")
@@ -44,6 +52,13 @@ SlotFilterArg = Annotated[
     strawberry.argument(
         description="Hosts to count (default: all). Its view only applies to its own canFit "
         "and overcommitted conditions."
+    ),
+]
+DrainArg = Annotated[
+    list[str] | None,
+    strawberry.argument(
+        description="Count as if these hosts were drained first: their consumers moved as "
+        "Query.drainPlan plans it (in this view), the drained hosts left out."
     ),
 ]
 ProjectArg = Annotated[
@@ -209,50 +224,57 @@ class Flavor(Node):
         group_by: GroupByArg = FleetGrouping.NONE,
         view: ViewArg = CapacityView.AVAILABLE,
         project: ProjectArg = None,
+        drain: DrainArg = None,
     ) -> list[SlotGroup]:
-        return _groups(info, root.demand, filter, group_by, view, root.name, project)  # type: ignore[return-value]
+        asked = Asked(filter, group_by, view, project, drain)
+        return _groups(info, root.demand, root.name, asked)  # type: ignore[return-value]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Asked:
+    """Which hosts a slots question counts, and how: its arguments beside the request."""
+
+    where: HypervisorFilter | None
+    grouping: FleetGrouping
+    view: CapacityView
+    project: str | None
+    #: Hosts drained first (Query.drainPlan's moves applied), if any.
+    drain: Sequence[str] | None
 
 
 def flavor_slots(
     info: Info[Context, None],
     request: Sequence[ResourceRequest] | None,
     flavor: str | None,
-    where: HypervisorFilter | None,
-    group_by: FleetGrouping,
-    view: CapacityView,
-    project: str | None,
+    asked: Asked,
 ) -> list[counted.SlotGroup]:
     """``Query.slots``: exactly one of an explicit request and a catalog flavor."""
     if (request is None) == (flavor is None):
         raise GraphQLError("slots needs exactly one of request and flavor", extensions=_BAD)
     if flavor is not None:
         found = catalog_flavor(info.context.catalog, flavor)
-        return _groups(info, found.demand, where, group_by, view, found.name, project)
+        return _groups(info, found.demand, found.name, asked)
     total: dict[str, Decimal] = {}
     warn_unknown_resources(info.context, [r.resource for r in request or ()])
     for r in request or ():
         if r.resource in total:
             raise GraphQLError(f"slots request names {r.resource} twice", extensions=_BAD)
         total[r.resource] = r.amount
-    return _groups(info, Demand.of_amounts(total), where, group_by, view, None, project)
+    return _groups(info, Demand.of_amounts(total), None, asked)
 
 
 _BAD = {"code": "BAD_SLOTS_REQUEST"}
 
 
 def _groups(
-    info: Info[Context, None],
-    demand: Demand,
-    where: HypervisorFilter | None,
-    grouping: FleetGrouping,
-    view: CapacityView,
-    flavor: str | None,
-    project: str | None,
+    info: Info[Context, None], demand: Demand, flavor: str | None, asked: Asked
 ) -> list[counted.SlotGroup]:
     context = info.context
+    where, grouping, view = asked.where, asked.grouping, asked.view
     warn_unknown_resources(context, fitting(where))
     snapshot, catalog = context.snapshot, context.catalog
-    if where is None and project is None and flavor is not None and catalog.get(flavor):
+    kept = where is None and asked.project is None and asked.drain is None
+    if kept and flavor is not None and catalog.get(flavor):
         # The whole fleet's slots of every catalog flavor are kept per change.
         requests = [(f.name, f.demand) for f in catalog.flavors]
         tally = counted.SlotTally.of(requests, view, grouping)
@@ -262,10 +284,15 @@ def _groups(
             flavor,
             lambda key: [h for h in snapshot.ordered if key in keys(h)],
         )
-    hosts = apply_filter(snapshot, where, catalog)
+    if asked.drain is not None:
+        left = compile_filter(where, catalog)
+        after = drained_fleet(info, asked.drain, view)
+        hosts: Sequence[records.Hypervisor] = [h for h in after if left(h)]
+    else:
+        hosts = apply_filter(snapshot, where, catalog)
     if context.budget is not None:
         context.budget.scan()
     try:
-        return counted.slot_groups(hosts, demand, grouping, view, flavor, project)
+        return counted.slot_groups(hosts, demand, grouping, view, flavor, asked.project)
     except ValueError as error:
         raise GraphQLError(f"slots: {error}", extensions=_BAD) from error

@@ -91,7 +91,9 @@ SCANS: dict[str, frozenset[str] | None] = {
     "fleetCapacity": frozenset({"filter"}),
     # A catalog flavor's slots over the fleet are kept; a request's, a filter's or a
     # project's are counted host by host.
-    "slots": frozenset({"filter", "project", "request"}),
+    "slots": frozenset({"filter", "project", "request", "drain"}),
+    # A drain reads the fleet: its hosts' consumers are placed one by one.
+    "drainPlan": None,
     "placementProvider": None,  # always
 }
 #: Root fields that scan every consumer, given these arguments: their UUID order is kept.

@@ -16,6 +16,7 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.types import Info
 
+from gateway.api.codes import Code
 from gateway.api.context import Context
 from gateway.api.enums import EvictionState
 from gateway.api.scalars import Condition, Quantity
@@ -35,7 +36,7 @@ __all__ = [
     "matching_evictions",
 ]
 
-EVICTIONS_UNAVAILABLE = {"code": "EVICTIONS_UNAVAILABLE"}
+EVICTIONS_UNAVAILABLE = {"code": Code.EVICTIONS_UNAVAILABLE.value}
 
 
 def available(context: Context) -> EvictionSnapshot:

@@ -15,8 +15,9 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
 from gateway.api.arguments import SCALARS, UUID
-from gateway.api.catalog import Flavor, SlotGroup, flavor_slots
+from gateway.api.catalog import Asked, DrainArg, Flavor, SlotGroup, flavor_slots
 from gateway.api.context import Context
+from gateway.api.drain import DrainPlan, drain_plan
 from gateway.api.enums import CapacityView, FleetGrouping
 from gateway.api.evictions import Eviction, EvictionFilter, available, matching_evictions
 from gateway.api.executor import Executor
@@ -291,9 +292,36 @@ class Query:
                 "are not (PROJECT_RESTRICTED)."
             ),
         ] = None,
+        drain: DrainArg = None,
     ) -> list[SlotGroup]:
-        groups = flavor_slots(info, request, flavor, filter, group_by, view, project)
-        return groups  # type: ignore[return-value]
+        asked = Asked(filter, group_by, view, project, drain)
+        return flavor_slots(info, request, flavor, asked)  # type: ignore[return-value]
+
+    @strawberry.field(
+        description="If these hosts were drained (one host, a building block, a rack...): "
+        "where each of their consumers would go in its zone, what could not be placed and "
+        "why, and the fleet afterwards. Give hosts, a filter, or both (BAD_DRAIN without "
+        "either); unknown host names fail with UNKNOWN_HYPERVISOR. Read-only: nothing moves."
+    )
+    def drain_plan(
+        self,
+        info: Info[Context, None],
+        hosts: Annotated[
+            list[str] | None, strawberry.argument(description="Hosts to drain, by name.")
+        ] = None,
+        filter: Annotated[
+            HypervisorFilter | None,
+            strawberry.argument(description="Drain the hosts it selects too."),
+        ] = None,
+        view: Annotated[
+            CapacityView,
+            strawberry.argument(
+                description="The figure room is judged in: AVAILABLE (default: each host on "
+                "its own basis), BOOKINGS or ALLOCATION."
+            ),
+        ] = CapacityView.AVAILABLE,
+    ) -> DrainPlan:
+        return drain_plan(info, hosts, filter, view)  # type: ignore[return-value]
 
     @strawberry.field(
         description="The flavor catalog (serve --flavors FILE; the demo ships one), in file "
