@@ -536,3 +536,40 @@ def test_dashboard_asks_for_a_token_when_the_gateway_checks_them(
         screenshot(page, "dashboard-signed-in.png")
     finally:
         server.stop()
+
+
+DRAIN = """query($hosts: [String!]) { drainPlan(hosts: $hosts) {
+  exact moves { uuid from to } unplaced { uuid } after(groupBy: ZONE) { key } } }"""
+DRAINED = [f"node00{i}-bb046" for i in range(1, 9)]
+
+
+def test_a_drain_plan_and_the_evictions_under_way(page: Any, demo: Gateway) -> None:
+    """The drain panel shows the plan the API gives, on a phone too; the evictions
+    panel the running and failed ones, per zone."""
+    page.set_viewport_size({"width": PHONE_WIDTHS[0], "height": 800})
+    open_dashboard(page, demo)
+    page.fill("#drain-hosts", " ".join(DRAINED))
+    page.click("#drain-form button")
+    page.wait_for_selector("#drain-summary")
+    plan = demo.query(DRAIN, hosts=DRAINED)["drainPlan"]
+    summary = page.locator("#drain-summary")
+    assert summary.get_attribute("data-moves") == str(len(plan["moves"])) != "0"
+    assert summary.get_attribute("data-unplaced") == str(len(plan["unplaced"]))
+    assert summary.get_attribute("data-exact") == str(plan["exact"]).lower()
+    rows = page.locator("#drain-moves tbody tr")
+    assert rows.count() == len(plan["moves"])
+    first = plan["moves"][0]
+    assert rows.nth(0).inner_text().split("\t")[:3] == [first["uuid"], first["from"], first["to"]]
+    assert page.locator("#drain-zones tbody tr").count() == len(plan["after"])
+    assert page.evaluate(OVERFLOW) <= 0
+
+    evictions = demo.query("{ evictions { name state hypervisor { zone } } }")["evictions"]
+    busy = [e for e in evictions if e["state"] in ("RUNNING", "FAILED")]
+    assert {e["state"] for e in busy} == {"RUNNING", "FAILED"}
+    page.wait_for_selector("#evictions .eviction-zone")
+    for eviction in busy:
+        zone = page.locator(f'.eviction-zone[data-zone="{eviction["hypervisor"]["zone"]}"]')
+        item = zone.locator(f'li[data-eviction="{eviction["name"]}"]')
+        assert item.get_attribute("data-state") == eviction["state"]
+    assert page.locator("#evictions li").count() == len(busy)
+    screenshot(page, "dashboard-drain.png")

@@ -5,6 +5,7 @@
 
 import { ConsumerSearch } from "./consumer.js";
 import { h } from "./dom.js";
+import { DrainPanel } from "./drain.js";
 import { Socket, query, setCredentials } from "./graphql.js";
 import { HYPERVISOR_FIELDS, HypervisorTable } from "./hypervisors.js";
 import { SLOT_FIELDS, renderSlots } from "./slots.js";
@@ -34,6 +35,13 @@ const table = new HypervisorTable({
   filter: $("filter"),
   oversubscribedOnly: $("oversubscribed-only"),
   count: $("count"),
+});
+const drain = new DrainPanel({
+  form: $("drain-form"),
+  hosts: $("drain-hosts"),
+  block: $("drain-block"),
+  output: $("drain"),
+  evictions: $("evictions"),
 });
 const consumer = new ConsumerSearch({
   form: $("consumer-form"),
@@ -111,11 +119,13 @@ function coalesced(task, ms) {
 }
 
 const refreshConsumer = coalesced(() => consumer.refresh(), CONSUMER_REFRESH_MS);
+const refreshEvictions = coalesced(() => drain.refreshEvictions(), CONSUMER_REFRESH_MS);
 function hostChanged(change) {
   if (held) held.push(change);
   else table.apply(change);
   updated(null);
   refreshConsumer();
+  refreshEvictions();
 }
 
 // Slots have no subscription: they follow the totals, which change with every host.
@@ -136,6 +146,7 @@ async function poll() {
   try {
     await loadEverything();
     consumer.refresh();
+    drain.refreshEvictions();
     if ($("connection").dataset.state === "offline") setConnection("polling", pollingMessage);
   } catch (error) {
     if (needsToken(error)) {
