@@ -14,7 +14,8 @@ Two things a GraphQL schema cannot tell a generator, and these hooks do:
   an ordering by a figure names its resource (ORDER_NEEDS_RESOURCE), and
   ``slots`` asks for exactly one of a non-empty request, each resource once, and
   a catalog flavor (BAD_SLOTS_REQUEST, UNKNOWN_FLAVOR); every flavor argument and
-  filter field (``fitsFlavor``) names a catalog flavor (UNKNOWN_FLAVOR). The hooks bend a
+  filter field (``fitsFlavor``) names a catalog flavor (UNKNOWN_FLAVOR); hosts to
+  drain are hosts of the fleet (UNKNOWN_HYPERVISOR). The hooks bend a
   generated query to follow them rather than drop it, so all else about it is
   still tested.
 """
@@ -31,6 +32,7 @@ from graphql import (
     IntValueNode,
     ListValueNode,
     NameNode,
+    NullValueNode,
     ObjectFieldNode,
     ObjectValueNode,
     StringValueNode,
@@ -45,6 +47,8 @@ for _name, _strategy in scalar_values.strategies().items():
 
 MAX_PAGE = Settings().max_page_size
 FLAVORS = [f.name for f in load_catalog(None).flavors]
+#: The fuzzed fleet's hosts (tests/test_fuzz.py serves generate(200, 0)).
+HOSTS = [f"node{n:03d}-bb040" for n in range(1, 9)]
 ORDERED_BY_FIGURE = {"AVAILABLE", "FREE", "BOOKED", "CAPACITY", "UTILIZATION"}
 
 
@@ -63,6 +67,13 @@ class _Documented(graphql.Visitor):
         if node.name.value == "flavor" and isinstance(value, StringValueNode):
             flavor = FLAVORS[len(value.value) % len(FLAVORS)]
             return _argument("flavor", StringValueNode(value=flavor))
+        if node.name.value in ("hosts", "drain") and isinstance(value, ListValueNode):
+            named = tuple(
+                StringValueNode(value=HOSTS[len(v.value) % len(HOSTS)])
+                for v in value.values
+                if isinstance(v, StringValueNode)
+            )
+            return _argument(node.name.value, ListValueNode(values=named))
         return None
 
     def enter_object_field(self, node: ObjectFieldNode, *_: Any) -> Any:
@@ -108,6 +119,28 @@ def _one_size(field: FieldNode) -> FieldNode:
     )
 
 
+def _something_drained(field: FieldNode) -> FieldNode:
+    """``Query.drainPlan`` with hosts when it has neither hosts nor a filter."""
+    given = {a.name.value: a.value for a in field.arguments}
+    if any(
+        not isinstance(given.get(name), (type(None), NullValueNode)) for name in ("hosts", "filter")
+    ):
+        return field
+    arguments = [a for a in field.arguments if a.name.value not in ("hosts", "filter")]
+    host = ListValueNode(values=(StringValueNode(value=HOSTS[0]),))
+    return FieldNode(
+        alias=field.alias,
+        name=field.name,
+        arguments=(*arguments, _argument("hosts", host)),
+        directives=field.directives,
+        selection_set=field.selection_set,
+    )
+
+
+#: Root fields whose arguments are bent to follow a rule across them.
+_ACROSS = {"slots": _one_size, "drainPlan": _something_drained}
+
+
 def _good_request(value: graphql.ValueNode) -> bool:
     if not isinstance(value, ListValueNode) or not value.values:
         return False
@@ -128,7 +161,9 @@ def documented(document: graphql.DocumentNode) -> graphql.DocumentNode:
     for definition in document.definitions:
         if isinstance(definition, graphql.OperationDefinitionNode):
             selections = tuple(
-                _one_size(s) if isinstance(s, FieldNode) and s.name.value == "slots" else s
+                _ACROSS[s.name.value](s)
+                if isinstance(s, FieldNode) and s.name.value in _ACROSS
+                else s
                 for s in definition.selection_set.selections
             )
             selection_set = graphql.SelectionSetNode(selections=selections)

@@ -64,6 +64,14 @@ def with_variables(query: str, variables: dict[str, Any] | None) -> list[tuple[s
             '{ s: slots(request: [{resource: "cpu", amount: "1"}, {resource: "cpu", amount: "2"}]) { key } }',
             ("slots request names cpu twice", "BAD_SLOTS_REQUEST"),
         ),
+        (
+            "{ drainPlan { exact } }",
+            ("drainPlan needs hosts, a filter, or both", "BAD_DRAIN"),
+        ),
+        (
+            "{ drainPlan(hosts: null, filter: null) { exact } }",
+            ("drainPlan needs hosts, a filter, or both", "BAD_DRAIN"),
+        ),
     ],
 )
 def test_literals_are_refused_in_validation(query: str, expected: tuple[str, str]) -> None:
@@ -76,6 +84,8 @@ def test_literals_are_refused_in_validation(query: str, expected: tuple[str, str
         "{ hypervisors(first: 100, orderBy: {field: FREE, resource: cpu}) { totalCount } }",
         "{ hypervisors(orderBy: {field: NAME}) { totalCount } }",
         '{ slots(flavor: "f") { key } }',
+        '{ drainPlan(hosts: ["a"]) { exact } }',
+        "query($h: [String!]) { drainPlan(hosts: $h) { exact } }",  # not known yet
         '{ slots(request: [{resource: "cpu", amount: "1"}]) { key } }',
         "query($n: Int) { hypervisors(first: $n) { totalCount } }",  # not known yet
         SLOTS_BY_VARIABLES,

@@ -2,7 +2,7 @@
 
 The types cannot state them: ``first`` within 0 and the page size limit, an
 ordering by a figure names its resource, ``slots`` takes exactly one of a request
-(each resource once) and a flavor. What the document alone decides is decided
+(each resource once) and a flavor, ``drainPlan`` drains the hosts named or a filter's. What the document alone decides is decided
 while it is validated, so such a request is refused (400 under
 ``application/graphql-response+json``) before anything runs, as a custom
 scalar's value is.
@@ -106,6 +106,10 @@ def _problems(
             yield f"orderBy {figure} needs a resource, e.g. cpu", Code.ORDER_NEEDS_RESOURCE
     if "request" in field.args and "flavor" in field.args:
         yield from _slots_problems(name, given.get("request"), given.get("flavor"))
+    if "hosts" in field.args and "filter" in field.args:
+        hosts, where = given.get("hosts"), given.get("filter")
+        if hosts is not Undefined and where is not Undefined and hosts is None and where is None:
+            yield f"{name} needs hosts, a filter, or both", Code.BAD_DRAIN
 
 
 def _slots_problems(name: str, request: Any, flavor: Any) -> Iterator[tuple[str, Code]]:
