@@ -2,10 +2,10 @@
 
 The types cannot state them: ``first`` within 0 and the page size limit, an
 ordering by a figure names its resource, ``slots`` takes exactly one of a request
-(each resource once) and a flavor, ``drainPlan`` drains the hosts named or a filter's. What the document alone decides is decided
-while it is validated, so such a request is refused (400 under
-``application/graphql-response+json``) before anything runs, as a custom
-scalar's value is.
+(each resource once) and a flavor, ``drainPlan`` drains hosts named, a filter's, or
+both. What the document alone decides is decided while it is validated, so such
+a request is refused (400 under ``application/graphql-response+json``) before
+anything runs, as a custom scalar's value is.
 
 A value given by a variable is not known during validation, which is done once
 per document text for every request that sends it. So the same rule runs again,
