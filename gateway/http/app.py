@@ -30,6 +30,7 @@ from gateway.http.graphql import GraphQLEndpoint
 from gateway.http.hosts import HostCheck
 from gateway.http.metrics import Metrics, StateCollector
 from gateway.http.operations import Operations
+from gateway.http.persisted import PersistedQueries
 from gateway.http.request import ALLOW
 from gateway.http.websocket import SubscriptionServer
 from gateway.store.feed import Feed
@@ -58,6 +59,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     catalog: Catalog = NO_CATALOG,
     capacity_series: bool = True,
+    persisted: PersistedQueries | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
 
@@ -69,8 +71,12 @@ def create_app(
 
     Without ``capacity_series`` there is no ``/metrics/capacity``, and none of the
     memory and start time that keeping it rendered ahead of scrapes costs.
+
+    ``persisted`` holds the documents clients name by hash (trusted documents, or
+    those registered): by default a store of its own, registering any.
     """
     store = store or Store()
+    persisted = persisted or PersistedQueries()
     limits = limits or Limits()
     feed = Feed(store)
     exposition = CapacityExposition(store, catalog) if capacity_series else None
@@ -119,6 +125,7 @@ def create_app(
         limits,
         validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
         uncacheable=LIVE_FIELDS,
+        persisted=persisted,
     )
     execution = Execution(schema._schema, limits)
     endpoint = GraphQLEndpoint(
@@ -144,7 +151,7 @@ def create_app(
         catalog=catalog,
     )
     metrics = metrics or Metrics()
-    metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
+    metrics.register(StateCollector(store, source.status, feed, subscriptions, cache, persisted))
 
     capacity = [] if exposition is None else [_capacity_route(exposition, authorizer or AllowAll())]
 

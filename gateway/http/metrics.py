@@ -34,6 +34,7 @@ from starlette.responses import Response
 
 from gateway import __version__
 from gateway.http.cache import ResponseCache
+from gateway.http.persisted import PersistedQueries
 from gateway.store.feed import Feed
 from gateway.store.snapshot import Snapshot
 from gateway.store.source import SyncStatus
@@ -97,12 +98,14 @@ class StateCollector(Collector):
         feed: Feed,
         websockets: Connections,
         cache: ResponseCache | None,
+        persisted: PersistedQueries | None = None,
     ) -> None:
         self.store = store
         self.status = status
         self.feed = feed
         self.websockets = websockets
         self.cache = cache
+        self.persisted = persisted
         self._warnings: tuple[Snapshot | None, int] = (None, 0)
 
     def collect(self) -> Iterator[Metric]:
@@ -126,6 +129,8 @@ class StateCollector(Collector):
         )
         if self.cache is not None:
             yield from self._cache(self.cache)
+        if self.persisted is not None:
+            yield from _persisted(self.persisted)
 
     def _source(self) -> Iterator[Metric]:
         status = self.status
@@ -187,6 +192,31 @@ class StateCollector(Collector):
             "1 while the cache is unavailable and answers are computed uncached.",
             int(stats.degraded),
         )
+
+
+def _persisted(persisted: PersistedQueries) -> Iterator[Metric]:
+    stats = persisted.stats
+    yield _gauge(
+        "persisted_queries",
+        "Documents known by hash (registered by clients, or trusted).",
+        persisted.entries,
+    )
+    yield _gauge("persisted_query_bytes", "Bytes the registered documents take.", persisted.bytes)
+    yield _counter(
+        "persisted_query_hits_total",
+        "Requests whose document was found by its hash (a repeated request skips the lookup).",
+        stats.hits,
+    )
+    yield _counter(
+        "persisted_query_misses_total",
+        "Requests naming a document by a hash not known (or not trusted).",
+        stats.misses,
+    )
+    yield _counter(
+        "persisted_query_evictions_total",
+        "Registered documents dropped to stay within the entry and byte bounds.",
+        stats.evictions,
+    )
 
 
 def _gauge(name: str, help: str, value: float, **labels: str) -> GaugeMetricFamily:
