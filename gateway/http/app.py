@@ -25,6 +25,7 @@ from gateway.http.assets import routes as page_routes
 from gateway.http.auth import AllowAll, Authorizer, bearer_token, refusal
 from gateway.http.cache import ResponseCache
 from gateway.http.capacity_metrics import CONTENT_TYPE, CapacityExposition, pieces
+from gateway.http.compression import KeptCompression, choose
 from gateway.http.execution import Execution
 from gateway.http.graphql import GraphQLEndpoint
 from gateway.http.hosts import HostCheck
@@ -203,7 +204,12 @@ class OptionsAnswered:
 
 def _capacity_route(exposition: CapacityExposition, guard: Authorizer) -> Route:
     """``/metrics/capacity``: the per-host figures the GraphQL API guards, so under the
-    same check (``/metrics``, the gateway's own health, stays open)."""
+    same check (``/metrics``, the gateway's own health, stays open).
+
+    Compressed when the scraper asks (Prometheus does, gzip): the text of one
+    rendering is compressed once, for the first scrape that asks, not per scrape.
+    """
+    kept = KeptCompression()
 
     async def capacity_metrics(request: Request) -> Response:
         verdict = await guard.check(bearer_token(request.headers.get("authorization")))
@@ -213,7 +219,12 @@ def _capacity_route(exposition: CapacityExposition, guard: Authorizer) -> Route:
                 refused.message + "\n", refused.status, headers=refused.headers
             )
         chunks = await exposition.current()
-        return StreamingResponse(pieces(chunks), headers={"content-type": CONTENT_TYPE})
+        headers = {"content-type": CONTENT_TYPE, "vary": "Accept-Encoding"}
+        encoding = choose(request.headers.get("accept-encoding"))
+        if encoding is None:
+            return StreamingResponse(pieces(chunks), headers=headers)
+        body = await kept.of(chunks, encoding)
+        return Response(body, headers={**headers, "content-encoding": encoding})
 
     return Route("/metrics/capacity", capacity_metrics)
 
