@@ -48,6 +48,7 @@ async def test_an_unknown_hash_is_not_found_then_registered_and_served_by_hash()
         for accept in ("application/json", GRAPHQL_RESPONSE):
             missed = await by_hash(client, NAMES, accept=accept)
             assert missed.status_code == 200  # as Apollo Server: the client retries
+            assert missed.headers["cache-control"] == "no-store"  # registered a moment later
             assert missed.json() == {
                 "errors": [
                     {

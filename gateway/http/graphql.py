@@ -237,8 +237,12 @@ def _encode(payload: Any) -> bytes:
     return msgspec.json.encode(payload)
 
 
+#: A refusal is never kept: a persisted query not found now is registered a moment later.
+NO_STORE = (("cache-control", "no-store"),)
+
+
 def _json(payload: Any, status: int, media_type: str) -> Answer:
-    return Answer(status, _encode(payload), media_type)
+    return Answer(status, _encode(payload), media_type, NO_STORE)
 
 
 def _refusal(error: HttpError, media_type: str) -> Answer:
@@ -246,6 +250,5 @@ def _refusal(error: HttpError, media_type: str) -> Answer:
     body: dict[str, Any] = {"message": str(error)}
     if error.code is not None:
         body["extensions"] = {"code": error.code}
-    return Answer(
-        error.status, _encode({"errors": [body]}), media_type, tuple(error.headers.items())
-    )
+    headers = (*NO_STORE, *error.headers.items())
+    return Answer(error.status, _encode({"errors": [body]}), media_type, headers)
