@@ -88,3 +88,20 @@ def test_the_tag_is_what_the_answer_says_and_if_none_match_is_read_as_rfc_9110_s
     assert matches(f'"x", W/{etag(tag, "zstd")}', tag)
     assert matches("*", tag)
     assert not matches(None, tag) and not matches('"x"', tag)
+
+
+async def test_a_dashboard_on_another_origin_may_revalidate() -> None:
+    origin = "https://dash.example"
+    async with serve(fleet.objects(), cors_origins=[origin]) as (client, _):
+        preflight = await client.options(
+            "/graphql",
+            headers={
+                "origin": origin,
+                "access-control-request-method": "GET",
+                "access-control-request-headers": "if-none-match",
+            },
+        )
+        answer = await get(client, origin=origin)
+    assert preflight.status_code == 200
+    assert "if-none-match" in preflight.headers["access-control-allow-headers"].lower()
+    assert answer.headers["access-control-expose-headers"].lower() == "etag"

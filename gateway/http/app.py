@@ -173,7 +173,8 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=list(cors_origins),
                 allow_methods=["GET", "POST"],
-                allow_headers=["authorization", "content-type", "accept"],
+                allow_headers=["authorization", "content-type", "accept", "if-none-match"],
+                expose_headers=["etag"],
             )
         ]
         if cors_origins

@@ -174,33 +174,35 @@ class GraphQLEndpoint:
             cost,
         )
         request.state.outcome = "error" if failed else "ok"
-        entry = Entry(tag_of(body), body)
-        cache = self.cache if key is not None and not failed else None
-        if cache is not None and key is not None:
-            await cache.set(key, entry, context.reads())
-        if encoding is None or len(body) < MIN_BYTES:
-            return self._answer_with(request, entry, None, media_type)
-        compressed = Entry(entry.tag, await compress(body, encoding))
-        if cache is not None and key is not None:
-            await cache.set(key, compressed, encoding=encoding)
-        return self._answer_with(request, compressed, encoding, media_type)
+        kept = None if failed else key
+        # The tag, a digest of the whole answer, only where it is used.
+        tag = tag_of(body) if kept is not None or request.method == "GET" else ""
+        entry = Entry(tag, body)
+        if self.cache is not None and kept is not None:
+            await self.cache.set(kept, entry, context.reads())
+        return self._answer_with(request, *await self._encoded(entry, encoding, kept), media_type)
 
     async def _cached(
         self, cache: ResponseCache, key: str, context: Context, encoding: str | None
     ) -> tuple[Entry, str | None] | None:
-        """The kept answer for ``key``, and the encoding of its bytes: ``encoding``'s,
-        compressed and kept now if only the uncompressed one was, or none for a small one."""
+        """The kept answer for ``key`` and the encoding of its bytes (see :meth:`_encoded`)."""
         if encoding is not None:
             found = await cache.get(key, context.pinned, encoding)
             if found is not None:
                 return found, encoding
         entry = await cache.get(key, context.pinned)
-        if entry is None:
-            return None
+        return None if entry is None else await self._encoded(entry, encoding, key)
+
+    async def _encoded(
+        self, entry: Entry, encoding: str | None, key: str | None
+    ) -> tuple[Entry, str | None]:
+        """``entry`` compressed with ``encoding`` and kept beside it under ``key``, or as it
+        is (encoding None) when small or not asked for."""
         if encoding is None or len(entry.body) < MIN_BYTES:
             return entry, None
         compressed = Entry(entry.tag, await compress(entry.body, encoding))
-        await cache.set(key, compressed, encoding=encoding)
+        if self.cache is not None and key is not None:
+            await self.cache.set(key, compressed, encoding=encoding)
         return compressed, encoding
 
     def _answer_with(
