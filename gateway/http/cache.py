@@ -61,6 +61,9 @@ log = logging.getLogger(__name__)
 
 #: Length of an entity tag as kept in front of its answer's bytes.
 TAG_BYTES = 32
+#: The layout of an entry (:class:`Entry`), in every key: replicas of a rolling upgrade
+#: sharing Redis must never read each other's entries as their own.
+ENTRY_FORMAT = 2
 
 
 class Entry(NamedTuple):
@@ -185,7 +188,7 @@ def digest(document: str, operation: str | None, variables: Any) -> str:
     with the version in front, a string join per request.
     """
     material = json.dumps(
-        [__version__, document, operation, variables],
+        [__version__, ENTRY_FORMAT, document, operation, variables],
         sort_keys=True,
         separators=(",", ":"),
         default=str,
