@@ -70,6 +70,7 @@ async def test_an_unknown_hash_is_not_found_then_registered_and_served_by_hash()
     assert figures[f"{P}persisted_query_bytes"] == len(NAMES) + ENTRY_OVERHEAD
     assert figures[f"{P}persisted_query_misses_total"] == 2
     assert figures[f"{P}persisted_query_hits_total"] == 1
+    assert figures[f"{P}persisted_query_registrations_total"] == 1
 
 
 async def test_a_hash_that_is_not_the_documents_is_refused_and_not_registered() -> None:

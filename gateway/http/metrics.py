@@ -213,6 +213,11 @@ def _persisted(persisted: PersistedQueries) -> Iterator[Metric]:
         stats.misses,
     )
     yield _counter(
+        "persisted_query_registrations_total",
+        "Documents registered by a client sending one with its hash.",
+        stats.registered,
+    )
+    yield _counter(
         "persisted_query_evictions_total",
         "Registered documents dropped to stay within the entry and byte bounds.",
         stats.evictions,
