@@ -18,6 +18,7 @@ from gateway.http.auth import AllowAll, Authorizer, KubernetesAuthorizer
 from gateway.http.cache import BoundedMemoryCache, ResponseCache, redis_backend
 from gateway.http.hosts import parse_allowed_hosts
 from gateway.http.metrics import Metrics
+from gateway.http.persisted import PersistedQueries, load_trusted
 from gateway.logs import configure as configure_logging
 from gateway.settings import Settings, add_arguments, from_arguments
 from gateway.store.source import Source
@@ -57,10 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         cache = build_cache(settings)
         authorizer = build_authorizer(settings, metrics)
         catalog = build_catalog(settings)
-    except (StartupError, ValueError) as error:
+        persisted = build_persisted(settings)
+    except (StartupError, ValueError, OSError) as error:
         print(f"hypervisor-gateway: {error}", file=sys.stderr)
         return 2
-    _serve(settings, source, cache, authorizer, metrics, catalog)
+    _serve(settings, source, cache, authorizer, metrics, catalog, persisted)
     return 0
 
 
@@ -150,6 +152,17 @@ def build_catalog(settings: Settings) -> Catalog:
     return load_catalog(None) if settings.demo else NO_CATALOG
 
 
+def build_persisted(settings: Settings) -> PersistedQueries:
+    """The persisted documents: only the trusted ones with --trusted-documents, whose
+    file must read and check (ValueError, OSError) for the gateway to start."""
+    trusted = load_trusted(settings.trusted_documents) if settings.trusted_documents else None
+    return PersistedQueries(
+        max_entries=settings.persisted_entries,
+        max_bytes=settings.persisted_bytes,
+        trusted=trusted,
+    )
+
+
 def build_authorizer(settings: Settings, metrics: Metrics) -> Authorizer:
     """Who may ask: the cluster's RBAC (kubernetes), or everyone (none)."""
     if settings.auth_mode == "none":
@@ -210,6 +223,7 @@ def _serve(
     authorizer: Authorizer,
     metrics: Metrics,
     catalog: Catalog,
+    persisted: PersistedQueries,
 ) -> None:
     from gateway.http.app import create_app
     from gateway.http.serve import serve
@@ -237,6 +251,7 @@ def _serve(
         allowed_hosts=allowed_hosts(settings),
         catalog=catalog,
         tracing=Tracing(settings.otlp_endpoint) if settings.otlp_endpoint else None,
+        persisted=persisted,
     )
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port

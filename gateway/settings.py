@@ -36,6 +36,9 @@ class Settings:
     cache_bytes: int = 64 * 1024 * 1024
     redis_url: str | None = None
     cache_ttl: int = 300
+    persisted_entries: int = 10_000
+    persisted_bytes: int = 16 * 1024 * 1024
+    trusted_documents: str | None = None
     coalesce_interval: float = 1.0
     auth: str | None = None
     cors_origins: str = ""
@@ -107,6 +110,25 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
     ),
     ("redis_url", "GATEWAY_REDIS_URL", str, "Redis for the shared cache, redis://host:6379/0"),
     ("cache_ttl", "GATEWAY_CACHE_TTL", int, "seconds a response lives in Redis (default 300)"),
+    (
+        "persisted_entries",
+        "GATEWAY_PERSISTED_ENTRIES",
+        int,
+        "documents registered by automatic persisted queries kept (default 10000)",
+    ),
+    (
+        "persisted_bytes",
+        "GATEWAY_PERSISTED_BYTES",
+        int,
+        "bytes of registered documents kept (default 16777216: 16 MiB)",
+    ),
+    (
+        "trusted_documents",
+        "GATEWAY_TRUSTED_DOCUMENTS",
+        str,
+        "JSON file of the only operations that run (hash -> document, or an Apollo "
+        "persisted query manifest); default: any operation",
+    ),
     (
         "coalesce_interval",
         "GATEWAY_COALESCE_INTERVAL",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 
 class _Connection:
@@ -31,6 +32,8 @@ class TcpProxy:
         self.target = target
         self.port = 0
         self.blocked = False
+        #: Bytes carried from the target back to clients, over all connections.
+        self.returned = 0
         self._connections: set[_Connection] = set()
         self._server: asyncio.Server | None = None
 
@@ -85,19 +88,27 @@ class TcpProxy:
         try:
             await asyncio.gather(
                 self._pipe(reader, upstream_writer, connection),
-                self._pipe(upstream_reader, writer, connection),
+                self._pipe(upstream_reader, writer, connection, self._count_returned),
             )
         finally:
             self._connections.discard(connection)
             connection.abort()
 
+    def _count_returned(self, data: bytes) -> None:
+        self.returned += len(data)
+
     @staticmethod
     async def _pipe(
-        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: _Connection
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        connection: _Connection,
+        carried: Callable[[bytes], None] | None = None,
     ) -> None:
         with contextlib.suppress(ConnectionError, OSError):
             while data := await reader.read(65536):
                 await connection.flowing.wait()
+                if carried is not None:
+                    carried(data)
                 writer.write(data)
                 await writer.drain()
         writer.transport.abort()

@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.api.schema import schema
-from gateway.http.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.http.cache import BoundedMemoryCache, Entry, ResponseCache, redis_backend
+from gateway.store.reads import Reads
+from gateway.store.store import Store
 from tests import fleet
 from tests.support import Clock, StaticSource, serve
 
@@ -339,3 +341,24 @@ async def test_source_status_is_never_answered_from_the_cache() -> None:
         assert gateway.cache.stats.stores == 0
         await gateway.ask()  # other answers are still cached
         assert gateway.cache.stats.stores == 1
+
+
+async def test_a_compressed_entry_lives_and_dies_with_its_answer() -> None:
+    store = Store()
+    store.replace(fleet.objects())
+    cache = ResponseCache(BoundedMemoryCache())
+    key = cache.key("d" * 64, store.snapshot)
+    plain, zipped = Entry("a" * 32, b'{"data":1}'), Entry("a" * 32, b"\x1f\x8b...")
+    await cache.set(key, zipped, encoding="gzip")  # no answer beside it: not filed
+    assert await cache.get(key, store.snapshot, "gzip") is None
+    assert cache.stats.misses == 0  # the encoding's absence is no miss; the answer's is
+    assert await cache.get(key, store.snapshot) is None
+    assert cache.stats.misses == 1
+    await cache.set(key, plain, Reads(store.snapshot.generation))
+    await cache.set(key, zipped, encoding="gzip")
+    assert await cache.get(key, store.snapshot, "gzip") == zipped
+    assert await cache.get(key, store.snapshot) == plain
+    assert (cache.stats.stores, cache.stats.hits) == (1, 2)
+    store.replace(fleet.objects()[1:])
+    assert await cache.get(key, store.snapshot, "gzip") is None
+    assert await cache.get(key, store.snapshot) is None

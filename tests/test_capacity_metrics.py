@@ -33,6 +33,7 @@ from gateway.store.store import Store
 from tests import fleet as hand_made
 from tests.objects import hypervisor
 from tests.support import eventually, query, run_server, serve
+from tests.tcpproxy import TcpProxy
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 DASHBOARD = json.loads(
@@ -533,6 +534,24 @@ async def test_prometheus_sums_per_zone_what_the_api_totals_per_zone() -> None:
             }
             assert summed == expected, figure
             assert len(expected) > 1
+
+
+@pytest.mark.skipif(not PROMETHEUS.exists(), reason="Debian's prometheus not installed")
+async def test_prometheus_reads_the_series_gzipped() -> None:
+    """Prometheus asks for gzip; what crossed the wire is less than one plain scrape."""
+    async with run_server(generate(200, seed=2)) as (address, _):
+        async with httpx.AsyncClient(base_url=f"http://{address}") as api:
+            headers = {"accept-encoding": "identity"}
+            plain = (await api.get("/metrics/capacity", headers=headers)).content
+        proxy = await TcpProxy(int(address.rsplit(":", 1)[1])).start()
+        try:
+            async with prometheus(f"127.0.0.1:{proxy.port}") as client:
+                hosts = await _scraped(client, "count(hypervisor_gateway_hypervisor_free)")
+                returned = proxy.returned
+        finally:
+            await proxy.close()
+    assert int(hosts[0]["value"][1]) == plain.count(b"hypervisor_gateway_hypervisor_free{")
+    assert 0 < returned < len(plain) / 2
 
 
 async def _series(client: httpx.AsyncClient, selector: str) -> dict[str, set[frozenset[Any]]]:

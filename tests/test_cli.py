@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.cli import build_catalog, main
+from gateway.cli import build_catalog, build_persisted, main
 from gateway.domain.flavors import load_catalog
+from gateway.http.persisted import sha256
 from gateway.settings import Settings, add_arguments, from_arguments
 
 
@@ -78,6 +80,22 @@ def test_a_malformed_flavor_catalog_stops_the_start(
     assert f"--flavors {catalog}: flavor 1: a: vcpus: expected a whole number >= 1" in err
     assert main(["serve", "--demo", "--flavors", str(tmp_path / "none.yaml")]) == 2
     assert "cannot read it" in capsys.readouterr().err
+
+
+def test_trusted_documents_are_read_at_start_and_a_bad_file_stops_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = "{ fleetCapacity { hypervisorCount } }"
+    trusted = tmp_path / "trusted.json"
+    trusted.write_text(json.dumps({sha256(document): document}))
+    persisted = build_persisted(Settings(trusted_documents=str(trusted), persisted_bytes=10))
+    assert persisted.trusted == {sha256(document): document}
+    assert build_persisted(Settings()).trusted is None  # any operation, registered
+    trusted.write_text(json.dumps({"0" * 64: document}))
+    assert main(["serve", "--demo", "--trusted-documents", str(trusted)]) == 2
+    assert "is not the SHA-256 of its document" in capsys.readouterr().err
+    assert main(["serve", "--demo", "--trusted-documents", str(tmp_path / "none.json")]) == 2
+    assert "none.json" in capsys.readouterr().err
 
 
 def test_the_flavor_catalog_by_source(tmp_path: Path) -> None:

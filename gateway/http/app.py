@@ -25,11 +25,13 @@ from gateway.http.assets import routes as page_routes
 from gateway.http.auth import AllowAll, Authorizer, bearer_token, refusal
 from gateway.http.cache import ResponseCache
 from gateway.http.capacity_metrics import CONTENT_TYPE, CapacityExposition, pieces
+from gateway.http.compression import KeptCompression, choose
 from gateway.http.execution import Execution
 from gateway.http.graphql import GraphQLEndpoint
 from gateway.http.hosts import HostCheck
 from gateway.http.metrics import Metrics, StateCollector
 from gateway.http.operations import Operations
+from gateway.http.persisted import PersistedQueries
 from gateway.http.request import ALLOW
 from gateway.http.tracing import Tracing
 from gateway.http.websocket import SubscriptionServer
@@ -60,6 +62,7 @@ def create_app(
     catalog: Catalog = NO_CATALOG,
     capacity_series: bool = True,
     tracing: Tracing | None = None,
+    persisted: PersistedQueries | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
 
@@ -74,8 +77,12 @@ def create_app(
 
     With ``tracing``, requests and operations are spans (gateway.http.tracing),
     sent until the app stops.
+
+    ``persisted`` holds the documents clients name by hash (trusted documents, or
+    those registered): by default a store of its own, registering any.
     """
     store = store or Store()
+    persisted = persisted or PersistedQueries()
     limits = limits or Limits()
     feed = Feed(store)
     exposition = CapacityExposition(store, catalog) if capacity_series else None
@@ -126,6 +133,7 @@ def create_app(
         limits,
         validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
         uncacheable=LIVE_FIELDS,
+        persisted=persisted,
     )
     execution = Execution(schema._schema, limits, tracing)
     endpoint = GraphQLEndpoint(
@@ -151,7 +159,7 @@ def create_app(
         catalog=catalog,
     )
     metrics = metrics or Metrics()
-    metrics.register(StateCollector(store, source.status, feed, subscriptions, cache))
+    metrics.register(StateCollector(store, source.status, feed, subscriptions, cache, persisted))
 
     capacity = [] if exposition is None else [_capacity_route(exposition, authorizer or AllowAll())]
 
@@ -172,7 +180,8 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=list(cors_origins),
                 allow_methods=["GET", "POST"],
-                allow_headers=["authorization", "content-type", "accept"],
+                allow_headers=["authorization", "content-type", "accept", "if-none-match"],
+                expose_headers=["etag"],
             )
         ]
         if cors_origins
@@ -203,7 +212,12 @@ class OptionsAnswered:
 
 def _capacity_route(exposition: CapacityExposition, guard: Authorizer) -> Route:
     """``/metrics/capacity``: the per-host figures the GraphQL API guards, so under the
-    same check (``/metrics``, the gateway's own health, stays open)."""
+    same check (``/metrics``, the gateway's own health, stays open).
+
+    Compressed when the scraper asks (Prometheus does, gzip): the text of one
+    rendering is compressed once, for the first scrape that asks, not per scrape.
+    """
+    kept = KeptCompression()
 
     async def capacity_metrics(request: Request) -> Response:
         verdict = await guard.check(bearer_token(request.headers.get("authorization")))
@@ -213,7 +227,12 @@ def _capacity_route(exposition: CapacityExposition, guard: Authorizer) -> Route:
                 refused.message + "\n", refused.status, headers=refused.headers
             )
         chunks = await exposition.current()
-        return StreamingResponse(pieces(chunks), headers={"content-type": CONTENT_TYPE})
+        headers = {"content-type": CONTENT_TYPE, "vary": "Accept-Encoding"}
+        encoding = choose(request.headers.get("accept-encoding"))
+        if encoding is None:
+            return StreamingResponse(pieces(chunks), headers=headers)
+        body = await kept.of(chunks, encoding)
+        return Response(body, headers={**headers, "content-encoding": encoding})
 
     return Route("/metrics/capacity", capacity_metrics)
 

@@ -18,6 +18,11 @@ Which version decides depends on who shares the cache:
   source without resourceVersions (demo, files) falls back to a key private to
   the replica: such replicas share nothing, which is correct if not useful.
 
+An entry is an answer's bytes and its entity tag (gateway.http.conditional), and
+beside it, under the same key and encoding's name, the same answer compressed
+(gateway.http.compression): a client that asks for gzip gets it at the cost of a
+lookup, as one asking for nothing does.
+
 A cache backend that fails (Redis gone) never fails a request: the answer is
 computed from the store, the failure is logged once and counted, and the
 backend is left alone for a few seconds before it is tried again.
@@ -33,7 +38,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiocache import SimpleMemoryCache
 from aiocache.base import BaseCache
@@ -43,9 +48,37 @@ from gateway import __version__
 from gateway.store.reads import Reads
 from gateway.store.snapshot import Snapshot
 
-__all__ = ["BoundedMemoryCache", "CacheStats", "ResponseCache", "digest", "redis_backend"]
+__all__ = [
+    "BoundedMemoryCache",
+    "CacheStats",
+    "Entry",
+    "ResponseCache",
+    "digest",
+    "redis_backend",
+]
 
 log = logging.getLogger(__name__)
+
+#: Length of an entity tag as kept in front of its answer's bytes.
+TAG_BYTES = 32
+#: The layout of an entry (:class:`Entry`), in every key: replicas of a rolling upgrade
+#: sharing Redis must never read each other's entries as their own.
+ENTRY_FORMAT = 2
+
+
+class Entry(NamedTuple):
+    """An answer as kept: its entity tag (``TAG_BYTES`` hex digits of what it says,
+    whatever its encoding), and its bytes, compressed for an encoding's entry."""
+
+    tag: str
+    body: bytes
+
+    def pack(self) -> bytes:
+        return self.tag.encode() + self.body
+
+    @classmethod
+    def unpack(cls, value: bytes) -> Entry:
+        return cls(value[:TAG_BYTES].decode(), bytes(value[TAG_BYTES:]))
 
 
 class BytesSerializer(BaseSerializer):  # type: ignore[misc]
@@ -155,7 +188,7 @@ def digest(document: str, operation: str | None, variables: Any) -> str:
     with the version in front, a string join per request.
     """
     material = json.dumps(
-        [__version__, document, operation, variables],
+        [__version__, ENTRY_FORMAT, document, operation, variables],
         sort_keys=True,
         separators=(",", ":"),
         default=str,
@@ -207,48 +240,62 @@ class ResponseCache:
             return f"rv:{snapshot.resource_version}:{digest}"
         return f"{self._instance}:{snapshot.generation}:{digest}"
 
-    async def get(self, key: str, snapshot: Snapshot | None = None) -> bytes | None:
-        """The answer filed under ``key``; in memory, only while what it read is the same
-        in ``snapshot``."""
+    async def get(
+        self, key: str, snapshot: Snapshot | None = None, encoding: str | None = None
+    ) -> Entry | None:
+        """The answer filed under ``key`` (compressed: for ``encoding``); in memory, only
+        while what it read is the same in ``snapshot``.
+
+        An encoding's entry missing is no miss: the caller looks for the answer next.
+        """
+        missed = 0 if encoding else 1
         if not self.shared:
             reads = self._reads.get(key)
             if reads is None or snapshot is None or not reads.valid(snapshot):
-                self.stats.misses += 1
+                self.stats.misses += missed
                 return None
             self._reads.move_to_end(key)
         if self._clock() < self._down_until:
-            self.stats.misses += 1
+            self.stats.misses += missed
             return None
         try:
-            value = await self.backend.get(key)
+            value = await self.backend.get(_filed(key, encoding))
         except Exception as error:  # a backend failure is never the client's problem
             self._failed(error)
-            self.stats.misses += 1
+            self.stats.misses += missed
             return None
         self._recovered()
         if value is None:
-            self.stats.misses += 1
+            self.stats.misses += missed
             return None
         self.stats.hits += 1
-        return bytes(value)
+        return Entry.unpack(value)
 
-    async def set(self, key: str, value: bytes, reads: Reads | None = None) -> None:
-        """File an answer; in memory, with what it read (none given: not filed)."""
+    async def set(
+        self, key: str, entry: Entry, reads: Reads | None = None, encoding: str | None = None
+    ) -> None:
+        """File an answer; in memory, with what it read (none given: not filed). Its
+        compressed form is filed with ``encoding``, only beside an answer filed."""
+        value = entry.pack()
         if self._clock() < self._down_until or len(value) > self.max_entry_bytes:
             return
         if not self.shared:
-            if reads is None:
+            if encoding is not None:
+                if key not in self._reads:
+                    return
+            elif reads is None:
                 return
-            self._reads[key] = reads
-            self._reads.move_to_end(key)
-            while len(self._reads) > self._max_reads:
-                self._reads.popitem(last=False)
+            else:
+                self._reads[key] = reads
+                self._reads.move_to_end(key)
+                while len(self._reads) > self._max_reads:
+                    self._reads.popitem(last=False)
         try:
-            await self.backend.set(key, value, ttl=self.ttl)
+            await self.backend.set(_filed(key, encoding), value, ttl=self.ttl)
         except Exception as error:
             self._failed(error)
             return
-        self.stats.stores += 1
+        self.stats.stores += encoding is None
         self._recovered()
 
     def _failed(self, error: Exception) -> None:
@@ -262,3 +309,7 @@ class ResponseCache:
         if self.stats.degraded:
             log.warning("response cache available again")
         self.stats.degraded = False
+
+
+def _filed(key: str, encoding: str | None) -> str:
+    return key if encoding is None else f"{key}:{encoding}"

@@ -7,6 +7,11 @@ server could not even start to execute (bad JSON, bad parameters, a document tha
 does not parse or validate, variables that do not coerce), 200 once execution ran.
 With ``application/json`` every well-formed request gets 200, as the spec asks.
 
+An executed answer is compressed by the client's ``Accept-Encoding``
+(gateway.http.compression) and, over GET, tagged for revalidation
+(gateway.http.conditional); the response cache keeps both the tag and the
+compressed bytes with the answer, so its short path stays a lookup.
+
 Requests are worked out once per distinct payload and document (gateway.http.operations),
 and execution and serialization run in a worker thread (gateway.http.execution), within
 the cost, time, size and concurrency limits, so that one large query never stalls
@@ -36,7 +41,9 @@ from gateway.api.context import Context
 from gateway.api.limits import LimitError
 from gateway.http.assets import graphiql_html
 from gateway.http.auth import AllowAll, Authorizer, bearer_token, refusal
-from gateway.http.cache import ResponseCache
+from gateway.http.cache import Entry, ResponseCache
+from gateway.http.compression import MIN_BYTES, choose, compress
+from gateway.http.conditional import NOT_MODIFIED, cache_headers, etag, matches, tag_of
 from gateway.http.execution import Execution, mask
 from gateway.http.operations import Operations, PreparedOperation
 from gateway.http.request import (
@@ -81,6 +88,8 @@ class GraphQLEndpoint:
         self.operations = operations
         self.execution = execution
         self.authorizer = authorizer or AllowAll()
+        #: With authentication on, answers differ by user: shared caches must not keep them.
+        self.private = not isinstance(self.authorizer, AllowAll)
         self.cache = cache
         self.context = context
         self.limits = operations.limits
@@ -96,11 +105,12 @@ class GraphQLEndpoint:
             request.state.outcome = "failed"  # a bug: the server answers 500
             raise
         headers = [
-            (b"content-length", b"%d" % len(answer.body)),
-            (b"content-type", f"{answer.media_type}; charset=utf-8".encode()),
             (b"x-request-id", request_id.encode()),
             *((name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers),
         ]
+        if answer.status != NOT_MODIFIED:
+            headers.append((b"content-length", b"%d" % len(answer.body)))
+            headers.append((b"content-type", f"{answer.media_type}; charset=utf-8".encode()))
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         await send({"type": "http.response.body", "body": answer.body})
 
@@ -143,12 +153,14 @@ class GraphQLEndpoint:
                 raise RequestError([GraphQLError(message, extensions={"code": code})])
         text = self.operations.validate(params.query)
         context = self.context(request)
+        encoding = choose(request.headers.get("accept-encoding"))
         key = None
         if self.cache is not None and text is not None:
             key = self.cache.key(prepared.digest(text), context.pinned)
-            if (cached := await self.cache.get(key, context.pinned)) is not None:
+            cached = await self._cached(self.cache, key, context, encoding)
+            if cached is not None:
                 request.state.outcome = "ok"
-                return Answer(200, cached, media_type)
+                return self._answer_with(request, *cached, media_type)
         self.operations.check_arguments(prepared)
         cost = self.operations.check_cost(prepared, context.pinned)
         body, failed = await self.execution.run(
@@ -160,9 +172,49 @@ class GraphQLEndpoint:
             cost,
         )
         request.state.outcome = "error" if failed else "ok"
-        if self.cache is not None and key is not None and not failed:
-            await self.cache.set(key, body, context.reads())
-        return Answer(200, body, media_type)
+        kept = None if failed else key
+        # The tag, a digest of the whole answer, only where it is used.
+        tag = tag_of(body) if kept is not None or request.method == "GET" else ""
+        entry = Entry(tag, body)
+        if self.cache is not None and kept is not None:
+            await self.cache.set(kept, entry, context.reads())
+        return self._answer_with(request, *await self._encoded(entry, encoding, kept), media_type)
+
+    async def _cached(
+        self, cache: ResponseCache, key: str, context: Context, encoding: str | None
+    ) -> tuple[Entry, str | None] | None:
+        """The kept answer for ``key`` and the encoding of its bytes (see :meth:`_encoded`)."""
+        if encoding is not None:
+            found = await cache.get(key, context.pinned, encoding)
+            if found is not None:
+                return found, encoding
+        entry = await cache.get(key, context.pinned)
+        return None if entry is None else await self._encoded(entry, encoding, key)
+
+    async def _encoded(
+        self, entry: Entry, encoding: str | None, key: str | None
+    ) -> tuple[Entry, str | None]:
+        """``entry`` compressed with ``encoding`` and kept beside it under ``key``, or as it
+        is (encoding None) when small or not asked for."""
+        if encoding is None or len(entry.body) < MIN_BYTES:
+            return entry, None
+        compressed = Entry(entry.tag, await compress(entry.body, encoding))
+        if self.cache is not None and key is not None:
+            await self.cache.set(key, compressed, encoding=encoding)
+        return compressed, encoding
+
+    def _answer_with(
+        self, request: Request, entry: Entry, encoding: str | None, media_type: str
+    ) -> Answer:
+        """The answer, or 304 to a GET whose client holds it already."""
+        headers = cache_headers(request.method, self.private)
+        if request.method == "GET":
+            headers = (*headers, ("etag", etag(entry.tag, encoding)))
+            if matches(request.headers.get("if-none-match"), entry.tag):
+                return Answer(NOT_MODIFIED, b"", media_type, headers)
+        if encoding is not None:
+            headers = (*headers, ("content-encoding", encoding))
+        return Answer(200, entry.body, media_type, headers)
 
     def _finish(
         self, result: ExecutionResult, request_id: str, warnings: list[dict[str, str]]
@@ -191,13 +243,18 @@ def _encode(payload: Any) -> bytes:
     return msgspec.json.encode(payload)
 
 
+#: A refusal is never kept: a persisted query not found now is registered a moment later.
+NO_STORE = (("cache-control", "no-store"),)
+
+
 def _json(payload: Any, status: int, media_type: str) -> Answer:
-    return Answer(status, _encode(payload), media_type)
+    return Answer(status, _encode(payload), media_type, NO_STORE)
 
 
 def _refusal(error: HttpError, media_type: str) -> Answer:
     """A refusal, shaped like a GraphQL response so every client can read it."""
-    body = {"message": str(error), "extensions": {"code": error.code}}
-    return Answer(
-        error.status, _encode({"errors": [body]}), media_type, tuple(error.headers.items())
-    )
+    body: dict[str, Any] = {"message": str(error)}
+    if error.code is not None:
+        body["extensions"] = {"code": error.code}
+    headers = (*NO_STORE, *error.headers.items())
+    return Answer(error.status, _encode({"errors": [body]}), media_type, headers)

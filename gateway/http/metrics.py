@@ -36,6 +36,7 @@ from gateway import __version__
 from gateway.api.executor import KEPT
 from gateway.api.reuse import Kept
 from gateway.http.cache import ResponseCache
+from gateway.http.persisted import PersistedQueries
 from gateway.store.feed import Feed
 from gateway.store.snapshot import Snapshot
 from gateway.store.source import SyncStatus
@@ -99,12 +100,14 @@ class StateCollector(Collector):
         feed: Feed,
         websockets: Connections,
         cache: ResponseCache | None,
+        persisted: PersistedQueries | None = None,
     ) -> None:
         self.store = store
         self.status = status
         self.feed = feed
         self.websockets = websockets
         self.cache = cache
+        self.persisted = persisted
         self._warnings: tuple[Snapshot | None, int] = (None, 0)
 
     def collect(self) -> Iterator[Metric]:
@@ -128,22 +131,9 @@ class StateCollector(Collector):
         )
         if self.cache is not None:
             yield from self._cache(self.cache)
-        yield from self._completed(KEPT)
-
-    def _completed(self, kept: Kept) -> Iterator[Metric]:
-        """The completed objects the executor keeps for reuse (gateway.api.reuse)."""
-        yield _gauge("completed_objects", "Completed objects kept for reuse.", len(kept))
-        yield _gauge(
-            "completed_objects_bytes",
-            f"Answer bytes of the completed objects kept (at most {kept.max_bytes}).",
-            kept.bytes,
-        )
-        yield _counter(
-            "completed_objects_hits_total", "Objects of an answer reused, not made.", kept.hits
-        )
-        yield _counter(
-            "completed_objects_evictions_total", "Kept objects evicted for room.", kept.evictions
-        )
+        if self.persisted is not None:
+            yield from _persisted(self.persisted)
+        yield from _completed(KEPT)
 
     def _source(self) -> Iterator[Metric]:
         status = self.status
@@ -205,6 +195,52 @@ class StateCollector(Collector):
             "1 while the cache is unavailable and answers are computed uncached.",
             int(stats.degraded),
         )
+
+
+def _completed(kept: Kept) -> Iterator[Metric]:
+    """The completed objects the executor keeps for reuse (gateway.api.reuse)."""
+    yield _gauge("completed_objects", "Completed objects kept for reuse.", len(kept))
+    yield _gauge(
+        "completed_objects_bytes",
+        f"Answer bytes of the completed objects kept (at most {kept.max_bytes}).",
+        kept.bytes,
+    )
+    yield _counter(
+        "completed_objects_hits_total", "Objects of an answer reused, not made.", kept.hits
+    )
+    yield _counter(
+        "completed_objects_evictions_total", "Kept objects evicted for room.", kept.evictions
+    )
+
+
+def _persisted(persisted: PersistedQueries) -> Iterator[Metric]:
+    stats = persisted.stats
+    yield _gauge(
+        "persisted_queries",
+        "Documents known by hash (registered by clients, or trusted).",
+        persisted.entries,
+    )
+    yield _gauge("persisted_query_bytes", "Bytes the registered documents take.", persisted.bytes)
+    yield _counter(
+        "persisted_query_hits_total",
+        "Requests whose document was found by its hash (a repeated request skips the lookup).",
+        stats.hits,
+    )
+    yield _counter(
+        "persisted_query_misses_total",
+        "Requests naming a document by a hash not known (or not trusted).",
+        stats.misses,
+    )
+    yield _counter(
+        "persisted_query_registrations_total",
+        "Documents registered by a client sending one with its hash.",
+        stats.registered,
+    )
+    yield _counter(
+        "persisted_query_evictions_total",
+        "Registered documents dropped to stay within the entry and byte bounds.",
+        stats.evictions,
+    )
 
 
 def _gauge(name: str, help: str, value: float, **labels: str) -> GaugeMetricFamily:

@@ -40,6 +40,7 @@ from gateway.api.limits import LimitError, Limits, check_document
 from gateway.api.rules import argument_rules, check_with_variables
 from gateway.api.validation import specified
 from gateway.http.cache import digest
+from gateway.http.persisted import PersistedQueries
 from gateway.http.request import Params, RequestError, params_of
 from gateway.store.snapshot import Snapshot
 
@@ -95,6 +96,7 @@ class Operations:
         validation_rules: Sequence[type[ASTValidationRule]] = (),
         uncacheable: frozenset[str] = frozenset(),
         cache_size: int = 1024,
+        persisted: PersistedQueries | None = None,
     ) -> None:
         self.schema = schema
         self.limits = limits
@@ -102,6 +104,8 @@ class Operations:
         self.rules = (*specified(), rules, *validation_rules)
         #: Fields whose answers are not a function of the store snapshot alone.
         self.uncacheable = uncacheable
+        #: Documents named by hash; a request so resolved is remembered with its payload.
+        self.persisted = persisted or PersistedQueries()
         self.parse = functools.lru_cache(maxsize=cache_size)(self._parse)
         self.validate = functools.lru_cache(maxsize=cache_size)(self._validate)
         self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
@@ -117,6 +121,7 @@ class Operations:
 
     def prepare_params(self, params: Params) -> PreparedOperation:
         """What parameters decide, however they came (an HTTP payload, a WebSocket message)."""
+        params = self.persisted.resolve(params)
         document = self.parse(params.query)
         operation = get_operation_ast(document, params.operation_name)
         if operation is None:

@@ -35,6 +35,7 @@ __all__ = [
     "loads",
     "negotiate",
     "params_of",
+    "persisted_hash",
     "read_payload",
     "wants_graphiql",
 ]
@@ -81,9 +82,12 @@ class RequestError(Exception):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Params:
+    #: Empty when the request named its document by ``persisted`` alone.
     query: str
     operation_name: str | None
     variables: dict[str, Any] | None
+    #: The SHA-256 of the document, from ``extensions.persistedQuery`` (gateway.http.persisted).
+    persisted: str | None = None
 
 
 async def read_payload(request: Request, limits: Limits) -> bytes:
@@ -107,6 +111,7 @@ class TooDeep(ValueError):
     """JSON nested deeper than the limit, found before it is decoded."""
 
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = [1 if b in b"[{" else -1 for b in range(256)]
@@ -241,6 +246,9 @@ def _params_from(raw: Mapping[str, Any]) -> Params:
     query, name = raw.get("query"), raw.get("operationName")
     variables, extensions = raw.get("variables"), raw.get("extensions")
     problems = []
+    persisted = persisted_hash(extensions) if isinstance(extensions, dict) else None
+    if query is None and persisted is not None:
+        query = ""  # the document is the persisted one's
     if not isinstance(query, str):
         problems.append("query must be a string" if "query" in raw else "query is required")
     if name is not None and not isinstance(name, str):
@@ -251,7 +259,27 @@ def _params_from(raw: Mapping[str, Any]) -> Params:
         problems.append("extensions must be an object")
     if problems:
         raise _malformed(problems)
-    return Params(query=query, operation_name=name, variables=variables)  # type: ignore[arg-type]
+    return Params(query, name, variables, persisted)  # type: ignore[arg-type]
+
+
+def persisted_hash(extensions: Mapping[str, Any] | None) -> str | None:
+    """The SHA-256 an ``extensions.persistedQuery`` names; None without one.
+
+    Raises :class:`RequestError` (400) for one that is not version 1 with a hex hash.
+    """
+    found = (extensions or {}).get("persistedQuery")
+    if found is None:
+        return None
+    if not isinstance(found, dict) or found.get("version") != 1:
+        raise _coded("PERSISTED_QUERY_VERSION_NOT_SUPPORTED", "expected persistedQuery version 1")
+    hash_ = found.get("sha256Hash")
+    if not isinstance(hash_, str) or not _SHA256.fullmatch(hash_):
+        raise _coded("BAD_REQUEST", "persistedQuery.sha256Hash must be 64 lowercase hex digits")
+    return hash_
+
+
+def _coded(code: str, message: str) -> RequestError:
+    return RequestError([GraphQLError(message, extensions={"code": code})], status=400)
 
 
 def _malformed(problems: list[str]) -> RequestError:

@@ -17,6 +17,7 @@ message without a type, a subscribe or start whose payload is not an object.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import timedelta
@@ -44,7 +45,14 @@ from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.http.execution import Execution, mask
 from gateway.http.operations import Operations
 from gateway.http.refusal import refuse, refuse_websocket
-from gateway.http.request import HttpError, Params, RequestError, TooDeep, loads
+from gateway.http.request import (
+    HttpError,
+    Params,
+    RequestError,
+    TooDeep,
+    loads,
+    persisted_hash,
+)
 from gateway.store.feed import Feed
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
@@ -78,15 +86,18 @@ class Streams:
         allowed_operation_types: Any = None,
     ) -> AsyncGenerator[ExecutionResult, None]:
         assert isinstance(context_value, Context)
-        return self._results(Params(query or "", operation_name, variable_values), context_value)
+        params = Params(query or "", operation_name, variable_values)
+        return self._results(params, operation_extensions, context_value)
 
     subscribe = stream
 
     async def _results(
-        self, params: Params, context: Context
+        self, params: Params, extensions: dict[str, Any] | None, context: Context
     ) -> AsyncGenerator[ExecutionResult, None]:
         try:
+            params = dataclasses.replace(params, persisted=persisted_hash(extensions))
             prepared = self.operations.prepare_params(params)
+            params = prepared.params  # with the document a persisted hash named
             self.operations.validate(params.query)
             self.operations.check_arguments(prepared)
             cost = self.operations.check_cost(prepared, context.pinned)
