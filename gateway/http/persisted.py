@@ -26,6 +26,7 @@ from pathlib import Path
 
 from graphql import GraphQLError
 
+from gateway.api.codes import Code
 from gateway.http.request import Params, RequestError
 
 __all__ = [
@@ -38,9 +39,9 @@ __all__ = [
     "sha256",
 ]
 
-NOT_FOUND = "PERSISTED_QUERY_NOT_FOUND"
-NOT_IN_LIST = "PERSISTED_QUERY_NOT_IN_LIST"
-HASH_MISMATCH = "PERSISTED_QUERY_HASH_MISMATCH"
+NOT_FOUND = Code.PERSISTED_QUERY_NOT_FOUND.value
+NOT_IN_LIST = Code.PERSISTED_QUERY_NOT_IN_LIST.value
+HASH_MISMATCH = Code.PERSISTED_QUERY_HASH_MISMATCH.value
 #: The manifest format Apollo's tools write (generate-persisted-query-manifest, rover).
 APOLLO_MANIFEST = "apollo-persisted-query-manifest"
 #: What an entry costs beyond its document: the key, the dict slot, the link.

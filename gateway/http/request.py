@@ -271,7 +271,9 @@ def persisted_hash(extensions: Mapping[str, Any] | None) -> str | None:
     if found is None:
         return None
     if not isinstance(found, dict) or found.get("version") != 1:
-        raise _coded("PERSISTED_QUERY_VERSION_NOT_SUPPORTED", "expected persistedQuery version 1")
+        raise _coded(
+            Code.PERSISTED_QUERY_VERSION_NOT_SUPPORTED.value, "expected persistedQuery version 1"
+        )
     hash_ = found.get("sha256Hash")
     if not isinstance(hash_, str) or not _SHA256.fullmatch(hash_):
         raise _coded("BAD_REQUEST", "persistedQuery.sha256Hash must be 64 lowercase hex digits")
