@@ -123,3 +123,24 @@ async def test_bad_drains(client: httpx.AsyncClient, arguments: str, code: str) 
     response = await client.post("/graphql", json={"query": document})
     (error,) = response.json()["errors"]
     assert error["extensions"]["code"] == code
+
+
+async def test_every_flavor_of_one_operation_shares_the_drain(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flavors { slots(drain:) } plans the drain once, not once per flavor."""
+    from gateway.domain import drain
+
+    planned: list[object] = []
+    plan = drain.plan_drain
+
+    def counting(*arguments: Any, **options: Any) -> Any:
+        planned.append(arguments[1])
+        return plan(*arguments, **options)
+
+    monkeypatch.setattr(drain, "plan_drain", counting)
+    await query(
+        client,
+        '{ a: flavors { slots(drain: ["a1"]) { slots } } b: slots(flavor: "g_c2_m8", drain: ["a1"]) { slots } }',
+    )
+    assert len(planned) == 1

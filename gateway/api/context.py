@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from gateway.api.budget import Budget
 from gateway.domain.flavors import NO_CATALOG, Catalog
@@ -40,6 +41,7 @@ class Context:
         "connection_params",
         "feed",
         "max_page_size",
+        "memo",
         "on_lag",
         "status",
         "store",
@@ -80,6 +82,9 @@ class Context:
         self._hosts_read: dict[str, Hypervisor | None] = {}
         #: What the answer's ``extensions.warnings`` say (gateway.api.warnings).
         self.warnings: list[dict[str, str]] = []
+        #: What one operation works out once for all the fields that need it (a drain
+        #: plan asked by every flavor's slots): gone with the operation.
+        self.memo: dict[Hashable, Any] = {}
 
     @property
     def snapshot(self) -> Snapshot:

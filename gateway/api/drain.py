@@ -170,9 +170,15 @@ def drain_plan(
 def drained_fleet(
     info: Info[Context, None], hosts: Sequence[str], view: CapacityView
 ) -> list[Hypervisor]:
-    """The fleet as draining ``hosts`` would leave it (``slots(drain:)``)."""
-    plan = drain_plan(info, hosts, None, view)
-    return drain.after_drain(info.context.snapshot.ordered, plan)
+    """The fleet as draining ``hosts`` would leave it (``slots(drain:)``): made once per
+    operation, for every flavor's slots that ask for the same drain."""
+    key = ("drained fleet", tuple(sorted(set(hosts))), view)
+    memo = info.context.memo
+    if key not in memo:
+        plan = drain_plan(info, hosts, None, view)
+        memo[key] = drain.after_drain(info.context.snapshot.ordered, plan)
+    found: list[Hypervisor] = memo[key]
+    return found
 
 
 def _drained(
