@@ -162,7 +162,10 @@ async def test_without_the_crd_hypervisors_are_served_and_evictions_unavailable(
         released_cluster.install_crd(eviction_crd)
         try:
             await evictions.create(eviction("evict-node-1", "node-1", state="Running"))
-            await eventually(lambda: "evict-node-1" in store.evictions.snapshot.by_name, 10)
+            # Created, then its status written: both are events, the second the one asked.
+            await eventually(
+                lambda: _states(store).get("evict-node-1") is EvictionState.RUNNING, 10
+            )
             body = await _ask(client)
             assert "errors" not in body, body["errors"]
             assert body["data"]["hypervisors"]["nodes"] == [
