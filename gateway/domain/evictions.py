@@ -20,7 +20,7 @@ from enum import Enum
 from typing import Any
 
 from gateway.domain.lenient import Reader
-from gateway.domain.parse import ParseError, parse_conditions
+from gateway.domain.parse import opened, parse_conditions
 from gateway.domain.records import Condition, Record
 
 __all__ = ["EVICTING", "PLURAL", "Eviction", "EvictionState", "parse_eviction"]
@@ -71,13 +71,7 @@ class Eviction(Record, frozen=True):
 
 def parse_eviction(obj: Any) -> Eviction:
     """Build the immutable record for one object version. Raises :class:`ParseError`."""
-    if not isinstance(obj, Mapping):
-        raise ParseError(f"expected an object, got {type(obj).__name__}")
-    p = Reader()
-    meta = p.mapping(obj.get("metadata"), "metadata")
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise ParseError("metadata.name is missing")
+    p, meta, name = opened(obj)
     spec = p.mapping(obj.get("spec"), "spec")
     status = obj.get("status")
     body = p.mapping(status, "status")

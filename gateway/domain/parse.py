@@ -35,15 +35,16 @@ from gateway.domain.records import (
     Trait,
 )
 
-__all__ = ["ParseError", "parse_conditions", "parse_hypervisor"]
+__all__ = ["ParseError", "opened", "parse_conditions", "parse_hypervisor"]
 
 
 class ParseError(ValueError):
     """An object that cannot be represented at all (not a mapping, or no name)."""
 
 
-def parse_hypervisor(obj: Any) -> Hypervisor:
-    """Build the immutable record for one object version. Raises :class:`ParseError`."""
+def opened(obj: Any) -> tuple[Reader, Mapping[str, Any], str]:
+    """A lenient reader of ``obj``, its metadata and its name: what every kind of object
+    must have to be represented at all (else :class:`ParseError`)."""
     if not isinstance(obj, Mapping):
         raise ParseError(f"expected an object, got {type(obj).__name__}")
     p = Reader()
@@ -51,6 +52,12 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ParseError("metadata.name is missing")
+    return p, meta, name
+
+
+def parse_hypervisor(obj: Any) -> Hypervisor:
+    """Build the immutable record for one object version. Raises :class:`ParseError`."""
+    p, meta, name = opened(obj)
     labels = p.string_map(meta.get("labels"), "metadata.labels")
     spec = p.mapping(obj.get("spec"), "spec")
     has_status = isinstance(obj.get("status"), Mapping)

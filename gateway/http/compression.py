@@ -17,6 +17,8 @@ from collections.abc import Sequence
 import anyio.to_thread
 import zstandard
 
+from gateway.http.request import weighted
+
 __all__ = ["ENCODINGS", "MIN_BYTES", "KeptCompression", "choose", "compress", "compress_now"]
 
 #: Answers smaller than this go uncompressed: headers and framing would eat the gain.
@@ -39,18 +41,7 @@ def choose(accept_encoding: str | None) -> str | None:
     """
     if not accept_encoding:
         return None
-    quality: dict[str, float] = {}
-    for part in accept_encoding.split(","):
-        name, *options = (p.strip() for p in part.split(";"))
-        q = 1.0
-        for option in options:
-            key, _, value = option.partition("=")
-            if key.strip() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        quality[name.lower()] = q
+    quality = dict(weighted(accept_encoding))
     wildcard = quality.get("*", 0.0)
     offered = [(quality.get(name, wildcard), -rank, name) for rank, name in enumerate(ENCODINGS)]
     best, _, name = max(offered)

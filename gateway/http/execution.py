@@ -18,6 +18,7 @@ then keeps) stops there and runs again in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -80,11 +81,19 @@ class Execution:
         the loop takes none), and :class:`RequestError` (400) for an operation over its
         time or size, or whose variables were refused (it never ran).
         """
+        with self._span(document, operation_name):
+            return await self._run(document, context, variables, operation_name, finish, cost)
+
+    def _span(
+        self, document: DocumentNode, operation_name: str | None
+    ) -> contextlib.AbstractContextManager[object]:
+        """The operation's span when tracing is on; nothing to do when it is off."""
         if self.tracing is None:
-            return await self._run(document, context, variables, operation_name, finish, cost)
+            return contextlib.nullcontext()
         operation = get_operation_ast(document, operation_name)
-        with self.tracing.operation(operation.name.value if operation and operation.name else None):
-            return await self._run(document, context, variables, operation_name, finish, cost)
+        return self.tracing.operation(
+            operation.name.value if operation and operation.name else None
+        )
 
     async def _run(
         self,

@@ -14,7 +14,7 @@ import functools
 import itertools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from graphql import GraphQLError
@@ -38,6 +38,7 @@ __all__ = [
     "persisted_hash",
     "read_payload",
     "wants_graphiql",
+    "weighted",
 ]
 
 GRAPHQL_RESPONSE = "application/graphql-response+json"
@@ -149,6 +150,22 @@ def params_of(method: str, payload: bytes, max_json_depth: int = 64) -> Params:
     return _params_from(parsed)
 
 
+def weighted(header: str) -> Iterator[tuple[str, float]]:
+    """The values of an Accept-style header (Accept, Accept-Encoding), lower case, with
+    their quality: ``q`` of 1 unless given, 0 when unreadable (RFC 9110, 12.4.2)."""
+    for part in header.split(","):
+        value, *options = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for option in options:
+            key, _, given = option.partition("=")
+            if key.strip() == "q":
+                try:
+                    q = float(given)
+                except ValueError:
+                    q = 0.0
+        yield value.lower(), q
+
+
 @functools.lru_cache(maxsize=64)
 def negotiate(accept: str | None) -> str:
     """Pick the response media type from the Accept header (spec, section 'Accept').
@@ -158,17 +175,7 @@ def negotiate(accept: str | None) -> str:
     if not accept:
         return JSON
     quality: dict[str, float] = {}
-    for part in accept.split(","):
-        media, *options = (p.strip() for p in part.split(";"))
-        q = 1.0
-        for option in options:
-            key, _, value = option.partition("=")
-            if key.strip() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        media = media.lower()
+    for media, q in weighted(accept):
         if media == GRAPHQL_RESPONSE:
             quality[GRAPHQL_RESPONSE] = max(q, quality.get(GRAPHQL_RESPONSE, 0.0))
         elif media in (JSON, "application/*", "*/*"):
