@@ -157,6 +157,22 @@ async def test_completed_objects_kept_for_reuse_are_reported() -> None:
         assert await gw.value("completed_objects_evictions_total") >= 0
 
 
+async def test_what_parsing_remembers_is_reported() -> None:
+    """The memos of what repeats across a fleet: every one named, with what it holds."""
+    async with gateway(fleet.objects()) as gw:
+        found = await gw.scrape()
+    memos = {
+        dict(labels)["memo"]: value
+        for (name, labels), value in found.items()
+        if name == P + "parse_memo_entries"
+    }
+    assert {"maps", "resource maps", "capabilities", "domain_capabilities"} <= memos.keys()
+    assert memos["resource maps"] > 0  # the fleet's bookings and capacities were parsed
+    assert found[(P + "quantity_spellings", frozenset())] > 0
+    assert 0 < found[(P + "quantity_spellings_bytes", frozenset())] <= 16 * 2**20
+    assert found[(P + "shared_strings", frozenset())] > 0
+
+
 async def test_no_cache_figures_without_a_cache() -> None:
     async with gateway(fleet.objects()) as running:
         assert not [name for name, _ in await running.scrape() if "response_cache" in name]

@@ -16,7 +16,14 @@ from typing import Any, TypeVar
 from gateway.domain.memo import Memo
 from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
 
-__all__ = ["Reader", "bound_shared", "remembered", "share", "shared_string"]
+__all__ = [
+    "Reader",
+    "bound_shared",
+    "remembered",
+    "share",
+    "shared_string",
+    "shared_strings",
+]
 
 
 class Reader:
@@ -142,9 +149,9 @@ class Reader:
         return _shared(result)
 
 
-_MAPS: Memo[tuple[tuple[str, Any], ...], Mapping[str, Any]] = Memo()
+_MAPS: Memo[tuple[tuple[str, Any], ...], Mapping[str, Any]] = Memo("maps")
 #: Resource maps as spelled in objects -> their parsed (shared) maps.
-_READ: Memo[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = Memo()
+_READ: Memo[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = Memo("resource maps")
 _STRINGS: dict[str, str] = {}
 #: ``share(text, text)`` is :func:`shared_string` without a Python call, for the hot
 #: loops: each calls :func:`bound_shared` first, so it adds only its own to the limit.
@@ -175,6 +182,11 @@ def shared_string(text: str) -> str:
     """One copy of a string that repeats across a fleet (a project, a consumer type)."""
     bound_shared()
     return share(text, text)
+
+
+def shared_strings() -> int:
+    """How many strings are shared now (at most the limit, then cleared)."""
+    return len(_STRINGS)
 
 
 def bound_shared() -> None:

@@ -16,7 +16,7 @@ import pickle
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Memo", "by_spelling"]
+__all__ = ["MEMOS", "Memo", "by_spelling"]
 
 
 class Warns(Protocol):
@@ -30,6 +30,8 @@ V = TypeVar("V")
 R = TypeVar("R")
 W = TypeVar("W", bound=Warns)
 
+#: Every memo of the process, for /metrics (they live as long as the modules do).
+MEMOS: list[Memo[Any, Any]] = []
 #: Entries kept for good, per memo: far more kinds than a fleet has.
 KEPT = 100_000
 #: Entries waiting for a second sighting. What repeats comes again within a few
@@ -40,9 +42,13 @@ CANDIDATES = 512
 class Memo(Generic[K, V]):
     """Values by key: :meth:`get` finds what :meth:`add` offered, kept once asked twice."""
 
-    __slots__ = ("_candidates", "_kept", "kept")
+    __slots__ = ("_candidates", "_kept", "kept", "name")
 
-    def __init__(self) -> None:
+    def __init__(self, name: str | None = None) -> None:
+        #: What it remembers, as /metrics names it; a named memo is listed in MEMOS.
+        self.name = name
+        if name is not None:
+            MEMOS.append(self)
         self._kept: dict[K, V] = {}
         self._candidates: dict[K, V] = {}
         #: The value kept for a key, else None: no candidates, but no Python call
@@ -62,6 +68,10 @@ class Memo(Generic[K, V]):
         if len(self._candidates) >= CANDIDATES:
             self._candidates.clear()
         self._candidates[key] = value
+
+    def __len__(self) -> int:
+        """Entries held: kept, and waiting for a second sighting."""
+        return len(self._kept) + len(self._candidates)
 
     def share(self, key: K, value: V) -> V:
         """The value remembered for ``key``, else ``value`` (then offered)."""
@@ -85,7 +95,7 @@ def by_spelling(parse: Callable[[W, Any], R]) -> Callable[[W, Any], R]:
     ``1.0`` and ``"1"`` all differ, unlike in JSON), so they parse alike. The
     part's warnings must depend on nothing but the part (their paths are fixed).
     """
-    memo: Memo[bytes, tuple[R, tuple[str, ...]]] = Memo()
+    memo: Memo[bytes, tuple[R, tuple[str, ...]]] = Memo(parse.__name__)
 
     @functools.wraps(parse)
     def parse_once(reader: W, part: Any) -> R:

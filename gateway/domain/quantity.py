@@ -27,6 +27,7 @@ __all__ = [
     "format_quantity",
     "parse_number",
     "parse_quantity",
+    "remembered_spellings",
     "respelled",
 ]
 
@@ -81,6 +82,11 @@ def parse_quantity(value: Any) -> Decimal:
     if kind is str or kind is int:
         _remember(value, result)
     return result
+
+
+def remembered_spellings() -> tuple[int, int]:
+    """The spellings remembered, and the bytes they and their values take."""
+    return len(_CACHE), _cached_bytes
 
 
 def _remember(value: str | int, result: Decimal) -> None:

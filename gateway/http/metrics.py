@@ -35,6 +35,9 @@ from starlette.responses import Response
 from gateway import __version__
 from gateway.api.executor import KEPT
 from gateway.api.reuse import Kept
+from gateway.domain.lenient import shared_strings
+from gateway.domain.memo import MEMOS
+from gateway.domain.quantity import remembered_spellings
 from gateway.http.cache import ResponseCache
 from gateway.http.persisted import PersistedQueries
 from gateway.store.feed import Feed
@@ -134,6 +137,7 @@ class StateCollector(Collector):
         if self.persisted is not None:
             yield from _persisted(self.persisted)
         yield from _completed(KEPT)
+        yield from _parsing()
 
     def _source(self) -> Iterator[Metric]:
         status = self.status
@@ -195,6 +199,25 @@ class StateCollector(Collector):
             "1 while the cache is unavailable and answers are computed uncached.",
             int(stats.degraded),
         )
+
+
+def _parsing() -> Iterator[Metric]:
+    """What parsing keeps for what repeats across a fleet (gateway.domain.memo, lenient,
+    quantity): bounded, each by its own rule, and held for the life of the process."""
+    entries, size = remembered_spellings()
+    yield _gauge("quantity_spellings", "Quantity spellings remembered with their values.", entries)
+    yield _gauge(
+        "quantity_spellings_bytes", "Bytes the remembered spellings and values take.", size
+    )
+    yield _gauge("shared_strings", "Strings shared across the fleet's records.", shared_strings())
+    family = GaugeMetricFamily(
+        PREFIX + "parse_memo_entries",
+        "Parts parsed once per spelling and kept (or waiting for a second sighting).",
+        labels=["memo"],
+    )
+    for memo in MEMOS:
+        family.add_metric([memo.name or ""], len(memo))
+    yield family
 
 
 def _completed(kept: Kept) -> Iterator[Metric]:
