@@ -237,8 +237,9 @@ FLAVORS = [
 
 
 def reference(h: Hypervisor, demand: Demand, project: str | None) -> tuple[str, int | None]:
-    """Section 8 read plainly, then section 4's slots on the host's free cpu (memory is
-    never short here): ('excluded:REASON' | 'room' | 'none' | 'unknown', slots)."""
+    """Section 8 read plainly, then section 4's slots on the host's free cpu and memory
+    (whole GiB here, so bytes and Placement's MiB agree): ('excluded:REASON' | 'room' |
+    'none' | 'unknown', slots)."""
     traits = {t.name for t in h.traits}
     metadata = [dict(a.metadata) for a in h.aggregates]
     rules = [
@@ -265,9 +266,12 @@ def reference(h: Hypervisor, demand: Demand, project: str | None) -> tuple[str, 
     for reason, applies in rules:
         if applies:
             return f"excluded:{reason.value}", 0
-    free = h.resources["cpu"].available
-    assert free is not None
-    found = int(free // dict(demand.resources)["cpu"]) if free >= 0 else 0
+    counts = []
+    for name, amount in demand.resources:
+        free = h.resources[name].available
+        assert free is not None
+        counts.append(int(free // amount) if free >= 0 else 0)
+    found = min(counts)
     return ("room" if found else "none"), found
 
 
