@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -22,6 +21,7 @@ from harness.controlplane import PROJECT_CRD, ControlPlane, ControlPlaneError
 from harness.placement import PLACEMENT_PYTHON, start_placement
 from tests.kubeapi import HypervisorAPI
 from tests.objects import BOOKINGS_CRD, EVICTION_CRD, RELEASED_CRD, reference_dir
+from tests.support import cancelled
 from tests.tcpproxy import TcpProxy
 
 REFERENCE_DIR = reference_dir()
@@ -215,8 +215,4 @@ async def start_informer(tmp_path: Path) -> AsyncIterator[StartInformer]:
         return informer, store
 
     yield start
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await cancelled(tasks)

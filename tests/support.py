@@ -223,3 +223,12 @@ def watch_workers(monkeypatch: pytest.MonkeyPatch) -> list[Run]:
     monkeypatch.setattr(execution, "Budget", WatchedBudget)
     monkeypatch.setattr(execution, "execute_document", watched)
     return runs
+
+
+async def cancelled(tasks: list[asyncio.Task[None]]) -> None:
+    """End the tasks a fixture started, and wait until each has."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -10,7 +10,6 @@ installed, and again once it is removed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -29,7 +28,7 @@ from gateway.store.store import Store
 from harness.controlplane import ControlPlane
 from tests.kubeapi import EvictionAPI, HypervisorAPI
 from tests.objects import eviction, reported
-from tests.support import eventually, serve
+from tests.support import cancelled, eventually, serve
 
 MiB = 2**20
 
@@ -48,11 +47,7 @@ async def start_source(tmp_path: Path) -> AsyncIterator[StartSource]:
         return source, store
 
     yield start
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await cancelled(tasks)
 
 
 @pytest.fixture
