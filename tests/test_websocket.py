@@ -177,9 +177,10 @@ async def test_codes_rules_and_warnings_reach_websocket_clients_too() -> None:
     unknown = "query($r: ResourceName) { hypervisors(orderBy: {field: FREE, resource: $r}) { totalCount } }"
     async with run_server(generate(20)) as (address, _):
         [mutation] = await ws_answer(address, "mutation { a }", {})
-        [page_size] = await ws_answer(address, page, {"n": 10**6})
+        page_size = await ws_answer(address, page, {"n": 10**6})
         warned = await ws_answer(address, unknown, {"r": "cpuz"})
     assert mutation["extensions"] == {"code": "MUTATIONS_NOT_SUPPORTED"}
-    assert page_size["extensions"] == {"code": "BAD_PAGE_SIZE"}
+    assert page_size["data"] == {"hypervisors": {"totalCount": 20}}
+    assert [w["code"] for w in page_size["extensions"]["warnings"]] == ["PAGE_SIZE_CLAMPED"]
     assert warned["data"] == {"hypervisors": {"totalCount": 20}}
     assert [w["code"] for w in warned["extensions"]["warnings"]] == ["UNKNOWN_RESOURCE"]
