@@ -64,7 +64,7 @@ from gateway.store.feed import Feed
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
 
-__all__ = ["Document", "Streams", "SubscriptionServer"]
+__all__ = ["Streams", "SubscriptionServer"]
 
 #: The type of a message that could not be read: no JSON text can produce it.
 INVALID = object()
@@ -105,7 +105,8 @@ class Streams:
         allowed_operation_types: Any = None,
     ) -> AsyncGenerator[ExecutionResult, None]:
         assert isinstance(context_value, Context)
-        params = Params(query or "", operation_name, variable_values)
+        # A plain str: the parse and validation caches keep it, not the message's extensions.
+        params = Params(str(query or ""), operation_name, variable_values)
         extensions = operation_extensions or getattr(query, "extensions", None)
         return self._results(params, extensions, context_value)
 
