@@ -156,7 +156,7 @@ def wait_until_ready(url: str, process: subprocess.Popen[Any], within: float = 3
         time.sleep(0.1)
 
 
-async def listening(address: str, streams: int = 1) -> None:
+async def listening(address: str, streams: int = 1, within: float = 5.0) -> None:
     """Wait until the server at ``address`` has this many change streams open.
 
     What /metrics reports (the feed's subscriber count): the sign that a
@@ -168,7 +168,7 @@ async def listening(address: str, streams: int = 1) -> None:
         async with httpx.AsyncClient(base_url=f"http://{address}") as client:
             return sample in (await client.get("/metrics")).text.splitlines()
 
-    await eventually(registered)
+    await eventually(registered, within)
 
 
 class WatchedBudget(Budget):

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway.sources.demo.source import generate
 from gateway.store.store import Store
 from tests import fleet
 from tests.objects import consumer, hypervisor
@@ -646,19 +647,44 @@ async def test_variables_of_a_wrong_shape_are_refused_before_execution(
 
 
 @pytest.mark.parametrize(
-    ("document", "code"),
-    [
-        ("{ hypervisors(orderBy: {field: FREE}) { totalCount } }", "ORDER_NEEDS_RESOURCE"),
-        ("{ hypervisors(first: -1) { totalCount } }", "BAD_PAGE_SIZE"),
-        ("{ consumers(first: 10001) { totalCount } }", "BAD_PAGE_SIZE"),
-    ],
+    ("first", "answered"),
+    [(-1, 0), (3, 3), (10_001, 10_000), (2**31 - 1, 10_000)],
 )
-async def test_rules_graphql_types_cannot_state_fail_with_a_code(
-    client: httpx.AsyncClient, document: str, code: str
+async def test_first_outside_the_page_range_is_answered_at_its_bound_with_a_warning(
+    client: httpx.AsyncClient, first: int, answered: int
 ) -> None:
-    response = await client.post("/graphql", json={"query": document})
-    errors = response.json()["errors"]
-    assert errors[0]["extensions"] == {"code": code}, errors
+    document = "query($n: Int) { consumers(first: $n) { totalCount nodes { uuid } } }"
+    response = await client.post("/graphql", json={"query": document, "variables": {"n": first}})
+    body = response.json()
+    consumers = body["data"]["consumers"]
+    assert len(consumers["nodes"]) == min(answered, consumers["totalCount"])
+    warnings = body.get("extensions", {}).get("warnings", [])
+    if answered == first:
+        assert warnings == []
+    else:
+        assert warnings == [
+            {
+                "code": "PAGE_SIZE_CLAMPED",
+                "message": f"first is {first}; answered with {answered} (first runs from 0 "
+                "to the page size limit, 10000)",
+            }
+        ]
+
+
+async def test_an_ordering_by_a_figure_without_a_resource_orders_by_memory() -> None:
+    names = "nodes { name }"
+    async with serve(generate(60)) as (client, _):  # memory and cpu order them differently
+        data = await query(
+            client,
+            f"""{{ omitted: hypervisors(orderBy: {{field: FREE, direction: DESC}}) {{ {names} }}
+            null: hypervisors(orderBy: {{field: FREE, resource: null, direction: DESC}})
+              {{ {names} }}
+            memory: hypervisors(orderBy: {{field: FREE, resource: "memory", direction: DESC}})
+              {{ {names} }}
+            cpu: hypervisors(orderBy: {{field: FREE, resource: "cpu", direction: DESC}})
+              {{ {names} }} }}""",
+        )
+    assert data["omitted"] == data["null"] == data["memory"] != data["cpu"]
 
 
 async def test_a_well_formed_cursor_past_the_end_or_of_another_list_is_an_empty_page(

@@ -419,6 +419,32 @@ async def test_without_capacity_series_nothing_is_rendered_and_ready_waits_for_n
         assert (await client.get("/metrics")).status_code == 200
 
 
+async def test_a_scrape_holding_the_rendering_is_answered_304_until_it_changes() -> None:
+    async with serve(hand_made.objects()) as (client, store):
+        plain = await client.get("/metrics/capacity", headers={"accept-encoding": "identity"})
+        zipped = await client.get("/metrics/capacity", headers={"accept-encoding": "gzip"})
+        tag, zipped_tag = plain.headers["etag"], zipped.headers["etag"]
+        assert zipped_tag != tag and zipped_tag.startswith(tag[:-1])  # one per encoding
+        assert zipped.headers["vary"] == plain.headers["vary"] == "Accept-Encoding"
+        assert plain.headers["cache-control"] == "no-cache"
+        for held in (tag, zipped_tag, f'W/{zipped_tag}, "other"'):
+            headers = {"if-none-match": held, "accept-encoding": "gzip"}
+            again = await client.get("/metrics/capacity", headers=headers)
+            assert (again.status_code, again.content) == (304, b"")
+            assert again.headers["etag"] == zipped_tag  # the encoding asked for now
+        unchanged = hand_made.objects()[0]
+        store.upsert(unchanged)  # a new record, the same figures: the same text
+        same = await client.get("/metrics/capacity", headers={"if-none-match": tag})
+        assert same.status_code == 304
+        changed = hand_made.objects()[0]
+        changed["metadata"]["resourceVersion"] = "2"
+        changed["status"]["allocation"]["cpu"] = "31"
+        store.upsert(changed)
+        fresh = await client.get("/metrics/capacity", headers={"if-none-match": tag})
+        assert fresh.status_code == 200 and fresh.headers["etag"] != tag
+        assert fresh.content != plain.content
+
+
 class Tokens:
     """An authorizer that knows two tokens: one allowed, one of a user without access."""
 

@@ -77,11 +77,11 @@ REQUESTS: list[tuple[str, dict[str, Any], str]] = [
         "POST",
         {
             "json": {
-                "query": "query($n: Int) { hypervisors(first: $n) { totalCount } }",
-                "variables": {"n": -1},
+                "query": "query($r: [ResourceRequest!]) { slots(request: $r) { key } }",
+                "variables": {"r": []},
             }
         },
-        "BAD_PAGE_SIZE",
+        "BAD_SLOTS_REQUEST",
     ),
     ("POST", {"json": {"query": '{ hypervisors(after: "x") { totalCount } }'}}, "BAD_CURSOR"),
     ("POST", {"json": {"query": '{ slots(flavor: "none") { key } }'}}, "UNKNOWN_FLAVOR"),

@@ -118,6 +118,9 @@ def test_lists_multiply_and_pages_bound() -> None:
     operation = document.definitions[0]
     assert isinstance(operation, OperationDefinitionNode)
     assert estimate(schema._schema, document, operation, {"n": 3}, profile, 50) == 2 + 3
+    # Outside the page size range, what is answered: the nearest bound's page.
+    assert estimate(schema._schema, document, operation, {"n": -5}, profile, 50) == 2
+    assert estimate(schema._schema, document, operation, {"n": 10**6}, profile, 50) == 2 + 50
 
 
 def test_a_page_of_consumers_costs_the_page_and_a_filter_every_consumer() -> None:

@@ -2,9 +2,10 @@
 
 It runs its CLI (``st run``, as a user would) against uvicorn serving the demo
 fleet and catalog, with a fixed seed and a bounded number of cases per root
-field; tests/fuzz_hooks.py tells it about the custom scalars and the rules the
-types cannot state. A positive case any error answers, or a negative one that is
-not refused, fails the run.
+field; tests/fuzz_hooks.py tells it about the custom scalars, the names the
+fleet and the catalog have, and the two rules across arguments the types cannot
+state. A positive case any error answers, or a negative one that is not refused,
+fails the run.
 """
 
 from __future__ import annotations

@@ -162,6 +162,81 @@ def test_a_trusted_file_whose_hash_is_not_its_documents_is_refused(tmp_path: Pat
         load_trusted(path)
 
 
+CHANGES = "subscription { fleetCapacityChanged { hypervisorCount } }"
+
+
+async def ws_first(address: str, protocol: str, *payloads: dict[str, Any]) -> list[Any]:
+    """The first answer to each payload, sent in turn on one connection: the result's
+    payload (``next``, ``data``) or the error's, as a list of errors."""
+    kind = "subscribe" if protocol == "graphql-transport-ws" else "start"
+    answers = []
+    url = f"ws://{address}/graphql"
+    async with websockets.connect(url, subprotocols=[Subprotocol(protocol)]) as ws:
+        await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+        assert json.loads(await ws.recv())["type"] == "connection_ack"
+        for n, payload in enumerate(payloads):
+            await ws.send(json.dumps({"id": str(n), "type": kind, "payload": payload}))
+            answered = ("next", "data", "error")
+            while (message := json.loads(await ws.recv()))["type"] not in answered:
+                assert message["type"] in ("ka", "complete"), message
+            assert message["id"] == str(n)
+            found = message["payload"]
+            legacy_error = message["type"] == "error" and protocol == "graphql-ws"
+            answers.append([found] if legacy_error else found)
+    return answers
+
+
+def codes(answer: Any) -> list[str]:
+    errors = answer if isinstance(answer, list) else answer.get("errors", [])
+    return [e["extensions"]["code"] for e in errors]
+
+
+@pytest.mark.parametrize("protocol", ["graphql-transport-ws", "graphql-ws"])
+async def test_over_websocket_a_hash_is_not_found_registered_then_served(protocol: str) -> None:
+    persisted = PersistedQueries()
+    async with run_server(fleet.objects(), persisted=persisted) as (address, _):
+        wrong = {"query": NAMES, "extensions": extensions(COUNT)}
+        answers = await ws_first(
+            address,
+            protocol,
+            {"extensions": extensions(COUNT)},
+            wrong,
+            {"query": COUNT, "extensions": extensions(COUNT)},
+            {"extensions": extensions(COUNT)},
+            {"extensions": extensions(CHANGES)},
+            {"query": CHANGES, "extensions": extensions(CHANGES)},
+        )
+        async with httpx.AsyncClient(base_url=f"http://{address}") as client:
+            over_http = (await by_hash(client, COUNT)).json()
+    missed, mismatched, registered, by_hash_alone, subscription_missed, subscribed = answers
+    assert codes(missed) == codes(subscription_missed) == ["PERSISTED_QUERY_NOT_FOUND"]
+    assert codes(mismatched) == ["PERSISTED_QUERY_HASH_MISMATCH"]
+    count = {"data": {"fleetCapacity": [{"hypervisorCount": len(fleet.objects())}]}}
+    assert registered == by_hash_alone == count
+    assert subscribed["data"]["fleetCapacityChanged"] == count["data"]["fleetCapacity"]
+    # Registered over WebSocket, found over HTTP: one store.
+    assert over_http == count
+    assert persisted.stats.registered == 2 and persisted.stats.misses == 2
+
+
+@pytest.mark.parametrize("protocol", ["graphql-transport-ws", "graphql-ws"])
+async def test_over_websocket_only_trusted_documents_run_by_hash(
+    tmp_path: Path, protocol: str
+) -> None:
+    trusted = PersistedQueries(trusted=load_trusted(trusted_file(tmp_path, manifest=True)))
+    async with run_server(fleet.objects(), persisted=trusted) as (address, _):
+        named, unknown, sent = await ws_first(
+            address,
+            protocol,
+            {"extensions": extensions(COUNT)},
+            {"extensions": extensions(NAMES)},
+            {"query": NAMES, "extensions": extensions(NAMES)},
+        )
+    assert named["data"]["fleetCapacity"][0]["hypervisorCount"] == len(fleet.objects())
+    assert codes(unknown) == codes(sent) == ["PERSISTED_QUERY_NOT_IN_LIST"]
+    assert trusted.entries == 1  # nothing registered
+
+
 async def test_a_subscription_not_trusted_is_refused_over_websocket(tmp_path: Path) -> None:
     trusted = PersistedQueries(trusted=load_trusted(trusted_file(tmp_path, manifest=False)))
     changes = "subscription { fleetCapacityChanged { hypervisorCount } }"

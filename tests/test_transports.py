@@ -85,7 +85,8 @@ DOCUMENTS: list[tuple[str, str, dict[str, Any], bool]] = [
     ("fleet-capacity", FLEET_CAPACITY, {}, False),
     ("consumers", CONSUMERS, {}, False),
     ("unknown-flavor", '{ slots(flavor: "nope") { slots } }', {}, True),
-    ("bad-page-size", "{ hypervisors(first: -1) { totalCount } }", {}, True),
+    ("bad-slots-request", "{ slots(request: []) { key } }", {}, True),
+    ("page-size-clamped", "{ hypervisors(first: -1) { totalCount } }", {}, False),
     ("unknown-field", "{ hypervisors { nodes { nope } } }", {}, True),
     ("missing-variable", "query($n: String!) { hypervisor(name: $n) { name } }", {}, True),
 ]

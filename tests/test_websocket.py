@@ -111,6 +111,14 @@ MALFORMED = [
     (TRANSPORT_WS, False, subscribe("subscribe", "x"), "subscribe payload must be an object"),
     (TRANSPORT_WS, False, subscribe("subscribe", {"query": 1}), "subscribe payload needs"),
     (TRANSPORT_WS, False, subscribe("subscribe", {"query": "{ a }", "variables": 2}), "var"),
+    (TRANSPORT_WS, False, subscribe("subscribe", {"extensions": 3}), "extensions must be"),
+    (TRANSPORT_WS, False, subscribe("subscribe", {"extensions": {}}), "subscribe payload needs"),
+    (
+        TRANSPORT_WS,
+        False,
+        subscribe("subscribe", {"query": None, "extensions": {"persistedQuery": {}}}),
+        "subscribe payload needs a string query (or a persistedQuery)",
+    ),
     (
         TRANSPORT_WS,
         False,
@@ -123,6 +131,7 @@ MALFORMED = [
     (TRANSPORT_WS, False, DEEP, "message refused"),
     (LEGACY_WS, True, f'{{"type": "connection_init", "payload": {DEEP}}}', "message refused"),
     (LEGACY_WS, False, subscribe("start", "x"), "start payload must be an object"),
+    (LEGACY_WS, False, subscribe("start", {"extensions": []}), "extensions must be an object"),
     (LEGACY_WS, False, json.dumps({"type": "start", "payload": {"query": "{ a }"}}), "start"),
     (LEGACY_WS, False, json.dumps({"payload": {}}), "a message needs a string type"),
     (LEGACY_WS, False, "not json", "a message must be valid JSON"),
@@ -168,9 +177,10 @@ async def test_codes_rules_and_warnings_reach_websocket_clients_too() -> None:
     unknown = "query($r: ResourceName) { hypervisors(orderBy: {field: FREE, resource: $r}) { totalCount } }"
     async with run_server(generate(20)) as (address, _):
         [mutation] = await ws_answer(address, "mutation { a }", {})
-        [page_size] = await ws_answer(address, page, {"n": 10**6})
+        page_size = await ws_answer(address, page, {"n": 10**6})
         warned = await ws_answer(address, unknown, {"r": "cpuz"})
     assert mutation["extensions"] == {"code": "MUTATIONS_NOT_SUPPORTED"}
-    assert page_size["extensions"] == {"code": "BAD_PAGE_SIZE"}
+    assert page_size["data"] == {"hypervisors": {"totalCount": 20}}
+    assert [w["code"] for w in page_size["extensions"]["warnings"]] == ["PAGE_SIZE_CLAMPED"]
     assert warned["data"] == {"hypervisors": {"totalCount": 20}}
     assert [w["code"] for w in warned["extensions"]["warnings"]] == ["UNKNOWN_RESOURCE"]

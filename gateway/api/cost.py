@@ -299,7 +299,8 @@ class _Walk:
         return self.profile.lists.get((parent, field), OTHER_LIST)
 
     def page(self, node: FieldNode) -> int:
-        """The page a connection field returns: ``first``, or the limit; at most all there are."""
+        """The page a connection field returns: ``first`` (none below 0), or the limit; at
+        most all there are."""
         first: Any = None
         for argument in node.arguments or ():
             if argument.name.value == "first":
@@ -308,7 +309,7 @@ class _Walk:
                     first = self.variables.get(value.name.value)
                 elif isinstance(value, IntValueNode):
                     first = int(value.value)
-        size = first if isinstance(first, int) and first >= 0 else self.max_page_size
+        size = max(first, 0) if isinstance(first, int) else self.max_page_size
         available = self.profile.consumers if node.name.value == "consumers" else self.profile.hosts
         return min(size, self.max_page_size, available)
 

@@ -7,7 +7,6 @@ from enum import Enum
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
 
 from gateway.api.arguments import UUID, LabelSelector, ResourceName
 from gateway.api.eligibility import catalog_flavor
@@ -29,6 +28,8 @@ __all__ = [
 ]
 
 Predicate = Callable[[domain.Hypervisor], bool]
+#: What an ordering by a figure sorts by when it names no resource.
+ORDER_RESOURCE = "memory"
 
 
 @strawberry.input(description="An amount of one resource a workload asks for.")
@@ -140,9 +141,10 @@ class HypervisorOrder:
         default=HypervisorOrderField.NAME, description="Sort key."
     )
     resource: ResourceName | None = strawberry.field(
-        default=None,
+        default=ResourceName(ORDER_RESOURCE),
         description="Resource for AVAILABLE, FREE, BOOKED, CAPACITY, UTILIZATION (e.g. cpu); "
-        "without it they fail with code ORDER_NEEDS_RESOURCE.",
+        "omitted or null: memory, the resource Nova's scheduler spreads hosts by (its RAM "
+        "weigher).",
     )
     direction: OrderDirection = strawberry.field(
         default=OrderDirection.ASC, description="ASC or DESC."
@@ -280,15 +282,11 @@ def _keys(hypervisors: Sequence[domain.Hypervisor], order: HypervisorOrder) -> l
     descending = order.direction is OrderDirection.DESC
     if order.field is HypervisorOrderField.NAME:
         return [(0, _ZERO, _descending_name(h.name)) for h in hypervisors]
-    if not order.resource:
-        raise GraphQLError(
-            f"orderBy {order.field.value} needs a resource, e.g. cpu",
-            extensions={"code": "ORDER_NEEDS_RESOURCE"},
-        )
     value = _VALUES[order.field]
+    named = order.resource or ORDER_RESOURCE
     keys = []
     for h in hypervisors:
-        resource = h.resources.get(order.resource)
+        resource = h.resources.get(named)
         v = value(resource) if resource is not None else None
         keys.append((1, Decimal(0), h.name) if v is None else (0, -v if descending else v, h.name))
     return keys

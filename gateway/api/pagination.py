@@ -17,7 +17,8 @@ from decimal import Decimal
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import strawberry
-from graphql import GraphQLError
+
+from gateway.api.codes import Code
 
 __all__ = ["Connection", "Cursor", "CursorError", "Position", "paginate"]
 
@@ -112,9 +113,6 @@ def decode_cursor(cursor: str) -> Position:
     return Position(parts[0], value, parts[2])
 
 
-PAGE_SIZE = {"code": "BAD_PAGE_SIZE"}
-
-
 def paginate(
     items: Sequence[Any],
     keys: Sequence[Key],
@@ -123,19 +121,23 @@ def paginate(
     position: Callable[[Key], Position],
     key: Callable[[Position], Key],
     max_page: int,
+    warn: Callable[[str, str], None],
 ) -> Connection[Any]:
     """Slice ``items`` (sorted ascending by ``keys``) after the ``after`` position.
 
     ``position`` turns a sort key into the position its cursor carries, ``key``
-    back. ``first`` outside 0..max_page fails with code BAD_PAGE_SIZE (a range
-    GraphQL's Int cannot state).
+    back. ``first`` outside 0..max_page (a range GraphQL's Int cannot state) is
+    answered as its nearest bound, with a warning (``warn``, code PAGE_SIZE_CLAMPED):
+    the page asked for, as far as the server gives one.
     """
-    if first is not None and first < 0:
-        raise GraphQLError("first must not be negative", extensions=PAGE_SIZE)
-    if first is not None and first > max_page:
-        raise GraphQLError(
-            f"first is {first}; the page size limit is {max_page}", extensions=PAGE_SIZE
+    if first is not None and not 0 <= first <= max_page:
+        clamped = min(max(first, 0), max_page)
+        warn(
+            Code.PAGE_SIZE_CLAMPED,
+            f"first is {first}; answered with {clamped} (first runs from 0 to the page size "
+            f"limit, {max_page})",
         )
+        first = clamped
     start = 0 if after is None else bisect.bisect_right(keys, key(after))
     end = min(len(items), start + (max_page if first is None else first))
 

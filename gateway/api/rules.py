@@ -1,9 +1,10 @@
-"""Rules that span an argument's range or several arguments, as validation rules.
+"""Rules that span several arguments, as validation rules.
 
-The types cannot state them: ``first`` within 0 and the page size limit, an
-ordering by a figure names its resource, ``slots`` takes exactly one of a request
-(each resource once) and a flavor, ``drainPlan`` drains hosts named, a filter's, or
-both. What the document alone decides is decided while it is validated, so such
+The types cannot state them: ``slots`` takes exactly one of a request (each
+resource once) and a flavor, ``drainPlan`` drains hosts named, a filter's, or both.
+(A ``first`` outside the page size range is answered at its nearest bound, and an
+ordering by a figure without a resource orders by memory: neither needs a rule.)
+What the document alone decides is decided while it is validated, so such
 a request is refused (400 under ``application/graphql-response+json``) before
 anything runs, as a custom scalar's value is.
 
@@ -36,14 +37,10 @@ from gateway.api.codes import Code
 
 __all__ = ["ArgumentRules", "argument_rules", "check_with_variables"]
 
-#: Orderings by a resource's figure: they need the resource.
-FIGURES = frozenset({"AVAILABLE", "FREE", "BOOKED", "CAPACITY", "UTILIZATION"})
-
 
 class ArgumentRules(ValidationRule):
     """Checks each field's arguments; a value not known yet (a variable) is skipped."""
 
-    max_page_size = 10_000
     #: The request's variables; None while validating the document alone.
     variables: dict[str, Any] | None = None
 
@@ -55,16 +52,13 @@ class ArgumentRules(ValidationRule):
             a.name.value: value_from_ast_untyped(a.value, self.variables)
             for a in node.arguments or ()
         }
-        for message, code in _problems(node.name.value, field, given, self.max_page_size):
+        for message, code in _problems(node.name.value, field, given):
             self.report_error(GraphQLError(message, node, extensions={"code": code.value}))
 
 
-def argument_rules(
-    max_page_size: int, variables: dict[str, Any] | None = None
-) -> type[ArgumentRules]:
-    """The rule for a server's page size limit (and a request's variables)."""
-    attributes = {"max_page_size": max_page_size, "variables": variables}
-    return type("ArgumentRules", (ArgumentRules,), attributes)
+def argument_rules(variables: dict[str, Any] | None = None) -> type[ArgumentRules]:
+    """The rule for a request's variables (none: the document alone)."""
+    return type("ArgumentRules", (ArgumentRules,), {"variables": variables})
 
 
 def check_with_variables(
@@ -72,7 +66,6 @@ def check_with_variables(
     document: DocumentNode,
     operation: OperationDefinitionNode,
     variables: Mapping[str, Any] | None,
-    max_page_size: int,
 ) -> list[GraphQLError]:
     """The rules on ``operation`` (of a valid ``document``) with the values of its
     variables: given, else their defaults, else null. Nothing to do without variables."""
@@ -87,23 +80,10 @@ def check_with_variables(
     values.update(variables or {})
     fragments = (d for d in document.definitions if isinstance(d, FragmentDefinitionNode))
     alone = DocumentNode(definitions=(operation, *fragments))
-    return validate(schema, alone, [argument_rules(max_page_size, values)])
+    return validate(schema, alone, [argument_rules(values)])
 
 
-def _problems(
-    name: str, field: GraphQLField, given: dict[str, Any], max_page_size: int
-) -> Iterator[tuple[str, Code]]:
-    first = given.get("first")
-    if type(first) is int:
-        if first < 0:
-            yield "first must not be negative", Code.BAD_PAGE_SIZE
-        elif first > max_page_size:
-            yield f"first is {first}; the page size limit is {max_page_size}", Code.BAD_PAGE_SIZE
-    order = given.get("orderBy")
-    if isinstance(order, dict):
-        figure, resource = order.get("field", "NAME"), order.get("resource")
-        if figure in FIGURES and resource is None:
-            yield f"orderBy {figure} needs a resource, e.g. cpu", Code.ORDER_NEEDS_RESOURCE
+def _problems(name: str, field: GraphQLField, given: dict[str, Any]) -> Iterator[tuple[str, Code]]:
     if "request" in field.args and "flavor" in field.args:
         yield from _slots_problems(name, given.get("request"), given.get("flavor"))
     if "hosts" in field.args and "filter" in field.args:

@@ -58,8 +58,9 @@ FirstArg = Annotated[
     int | None,
     strawberry.argument(
         description="Page size, 0 to the server's page size limit (10000 unless configured; "
-        "outside that range the request is refused with code BAD_PAGE_SIZE). Default: all "
-        "remaining, up to that limit; pageInfo.hasNextPage tells whether more follow."
+        "outside that range, the nearest of the two, with a warning PAGE_SIZE_CLAMPED). "
+        "Default: all remaining, up to that limit; pageInfo.hasNextPage tells whether more "
+        "follow."
     ),
 ]
 AfterArg = Annotated[
@@ -192,6 +193,7 @@ class Query:
             position,
             position_key(order_by),
             info.context.max_page_size,
+            info.context.warn,
         )
 
     @strawberry.field(description="A consumer by UUID across all hypervisors, or null.")
@@ -231,6 +233,7 @@ class Query:
             Position._make,
             tuple,
             info.context.max_page_size,
+            info.context.warn,
         )
 
     @strawberry.field(

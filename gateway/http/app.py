@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -22,10 +22,9 @@ from gateway.api.schema import LIVE_FIELDS, schema
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.access import RequestObserver
 from gateway.http.assets import routes as page_routes
-from gateway.http.auth import AllowAll, Authorizer, bearer_token, refusal
+from gateway.http.auth import AllowAll, Authorizer
 from gateway.http.cache import ResponseCache
-from gateway.http.capacity_metrics import CONTENT_TYPE, CapacityExposition, pieces
-from gateway.http.compression import KeptCompression, choose
+from gateway.http.capacity_metrics import CapacityExposition, capacity_route
 from gateway.http.execution import Execution
 from gateway.http.graphql import GraphQLEndpoint
 from gateway.http.hosts import HostCheck
@@ -161,7 +160,7 @@ def create_app(
     metrics = metrics or Metrics()
     metrics.register(StateCollector(store, source.status, feed, subscriptions, cache, persisted))
 
-    capacity = [] if exposition is None else [_capacity_route(exposition, authorizer or AllowAll())]
+    capacity = [] if exposition is None else [capacity_route(exposition, authorizer or AllowAll())]
 
     app = Starlette(
         routes=[
@@ -208,33 +207,6 @@ class OptionsAnswered:
             await Response(status_code=204, headers={"allow": ALLOW})(scope, receive, send)
         else:
             await self.app(scope, receive, send)
-
-
-def _capacity_route(exposition: CapacityExposition, guard: Authorizer) -> Route:
-    """``/metrics/capacity``: the per-host figures the GraphQL API guards, so under the
-    same check (``/metrics``, the gateway's own health, stays open).
-
-    Compressed when the scraper asks (Prometheus does, gzip): the text of one
-    rendering is compressed once, for the first scrape that asks, not per scrape.
-    """
-    kept = KeptCompression()
-
-    async def capacity_metrics(request: Request) -> Response:
-        verdict = await guard.check(bearer_token(request.headers.get("authorization")))
-        refused = refusal(verdict)
-        if refused is not None:
-            return PlainTextResponse(
-                refused.message + "\n", refused.status, headers=refused.headers
-            )
-        chunks = await exposition.current()
-        headers = {"content-type": CONTENT_TYPE, "vary": "Accept-Encoding"}
-        encoding = choose(request.headers.get("accept-encoding"))
-        if encoding is None:
-            return StreamingResponse(pieces(chunks), headers=headers)
-        body = await kept.of(chunks, encoding)
-        return Response(body, headers={**headers, "content-encoding": encoding})
-
-    return Route("/metrics/capacity", capacity_metrics)
 
 
 def _report_exit(task: asyncio.Task[None]) -> None:

@@ -20,7 +20,8 @@ milliseconds that leave the event loop free between them. The first
 rendering of a fleet, seconds at 20,000 hosts, is done before the gateway calls
 itself ready (:meth:`~CapacityExposition.primed`). A scrape does whatever is
 left for the current snapshot, in the same slices, so its text is always that
-snapshot's.
+snapshot's. The text of one rendering is compressed once, for the first scrape
+that asks, and tagged, so that a scraper holding it gets 304 (:func:`capacity_route`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,13 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
 from gateway.domain.flavors import Catalog
 from gateway.domain.records import Hypervisor
+from gateway.http.auth import AllowAll, Authorizer, bearer_token, refusal
 from gateway.http.capacity_text import (
     CONTENT_TYPE,
     FAMILIES,
@@ -45,11 +51,13 @@ from gateway.http.capacity_text import (
     host_lines,
     same_figures,
 )
+from gateway.http.compression import KeptCompression, choose
+from gateway.http.conditional import NOT_MODIFIED, cache_headers, etag, matches
 from gateway.store.collector import settle
 from gateway.store.snapshot import Snapshot
 from gateway.store.store import Store
 
-__all__ = ["CONTENT_TYPE", "FAMILIES", "CapacityExposition", "pieces"]
+__all__ = ["CONTENT_TYPE", "FAMILIES", "CapacityExposition", "capacity_route", "pieces"]
 
 _NOTHING: Mapping[str, Hypervisor] = {}
 
@@ -237,3 +245,40 @@ def pieces(chunks: Sequence[bytes], size: int = 2**20) -> Iterator[bytes]:
         stop = min(bisect.bisect_left(ends, reach, lo=start) + 1, len(chunks))
         yield b"".join(chunks[start:stop])
         start = stop
+
+
+def capacity_route(exposition: CapacityExposition, guard: Authorizer) -> Route:
+    """``/metrics/capacity``: the per-host figures the GraphQL API guards, so under the
+    same check (``/metrics``, the gateway's own health, stays open).
+
+    Compressed when the scraper asks (Prometheus does, gzip), and tagged per
+    encoding: a scraper that sends the tag back (``If-None-Match``) while the
+    rendering is the same gets 304, as a GET of ``/graphql`` does.
+    """
+    kept = KeptCompression()
+    private = not isinstance(guard, AllowAll)
+    vary = "Accept-Encoding, Authorization" if private else "Accept-Encoding"
+
+    async def capacity_metrics(request: Request) -> Response:
+        verdict = await guard.check(bearer_token(request.headers.get("authorization")))
+        refused = refusal(verdict)
+        if refused is not None:
+            return PlainTextResponse(
+                refused.message + "\n", refused.status, headers=refused.headers
+            )
+        chunks = await exposition.current()
+        encoding = choose(request.headers.get("accept-encoding"))
+        tag = kept.tag(chunks)
+        headers = {
+            **dict(cache_headers("GET", private, vary)),
+            "content-type": CONTENT_TYPE,
+            "etag": etag(tag, encoding),
+        }
+        if matches(request.headers.get("if-none-match"), tag):
+            return Response(status_code=NOT_MODIFIED, headers=headers)
+        if encoding is None:
+            return StreamingResponse(pieces(chunks), headers=headers)
+        body = await kept.of(chunks, encoding)
+        return Response(body, headers={**headers, "content-encoding": encoding})
+
+    return Route("/metrics/capacity", capacity_metrics)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import gzip
+import itertools
+import os
 from collections.abc import Sequence
 
 import anyio.to_thread
@@ -68,22 +70,38 @@ async def compress(body: bytes | Sequence[bytes], encoding: str) -> bytes:
 
 
 class KeptCompression:
-    """The compressed forms of the one text that is current, made once per encoding.
+    """The compressed forms of the one text that is current, made once per encoding,
+    and the tag that names it.
 
     For the capacity series: their text is the same object until it changes, and
     every scrape between two changes gets the bytes compressed for the first.
+    The tag counts the texts this process has held, after a random prefix of its
+    own: it changes with the text, costs no digest of 50 MB, and never names the
+    text of another process (another replica, or this one restarted).
     """
 
     def __init__(self) -> None:
         self._text: object = None
         self._encoded: dict[str, bytes] = {}
+        self._origin = os.urandom(6).hex()
+        self._versions = itertools.count()
+        self._tag = ""
+
+    def tag(self, text: Sequence[bytes]) -> str:
+        """What names ``text`` (hex digits and a dot) while it is the current one."""
+        self._hold(text)
+        return self._tag
 
     async def of(self, text: Sequence[bytes], encoding: str) -> bytes:
-        if text is not self._text:
-            self._text, self._encoded = text, {}
+        self._hold(text)
         encoded = self._encoded.get(encoding)
         if encoded is None:
             encoded = await compress(text, encoding)
             if text is self._text:  # not replaced while this was compressed
                 self._encoded[encoding] = encoded
         return encoded
+
+    def _hold(self, text: Sequence[bytes]) -> None:
+        if text is not self._text:
+            self._text, self._encoded = text, {}
+            self._tag = f"{self._origin}.{next(self._versions)}"

@@ -9,11 +9,13 @@ so no answer may be served unchecked. With authentication on, answers are also
 cache. ``Vary`` names every header the answer depends on. A POST answer is
 ``no-store``, as GraphQL over HTTP has POST for what is not to be cached.
 
-The tag is a digest of the answer itself, not of the store's generation or the
-records it read: those restart with the process and differ between replicas,
-and a tag must never match an answer that says something else. It is computed
-once per answer kept in the response cache, and kept there with it, so a
-revalidation costs a cache lookup.
+The tag of a GraphQL answer is a digest of the answer itself, not of the store's
+generation or the records it read: those restart with the process and differ
+between replicas, and a tag must never match an answer that says something else.
+It is computed once per answer kept in the response cache, and kept there with
+it, so a revalidation costs a cache lookup. The capacity series, too large to
+digest per change, are tagged by the process and the rendering
+(gateway.http.compression.KeptCompression), and revalidated the same way.
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ def matches(if_none_match: str | None, tag: str) -> bool:
     return False
 
 
-def cache_headers(method: str, private: bool) -> tuple[tuple[str, str], ...]:
-    """``Cache-Control`` and ``Vary`` of an answer to ``method``."""
+def cache_headers(method: str, private: bool, vary: str = VARY) -> tuple[tuple[str, str], ...]:
+    """``Cache-Control`` and ``Vary`` (``vary``: the headers the answer depends on) of an
+    answer to ``method``."""
     if method != "GET":
-        return (("cache-control", "no-store"), ("vary", VARY))
+        return (("cache-control", "no-store"), ("vary", vary))
     control = "private, no-cache" if private else "no-cache"
-    return (("cache-control", control), ("vary", VARY))
+    return (("cache-control", control), ("vary", vary))

@@ -100,8 +100,7 @@ class Operations:
     ) -> None:
         self.schema = schema
         self.limits = limits
-        rules = argument_rules(limits.max_page_size)
-        self.rules = (*specified(), rules, *validation_rules)
+        self.rules = (*specified(), argument_rules(), *validation_rules)
         #: Fields whose answers are not a function of the store snapshot alone.
         self.uncacheable = uncacheable
         #: Documents named by hash; a request so resolved is remembered with its payload.
@@ -172,7 +171,6 @@ class Operations:
             prepared.document,
             prepared.operation,
             prepared.params.variables,
-            self.limits.max_page_size,
         )
         if errors:
             raise RequestError(errors)

@@ -9,6 +9,13 @@ runs queries and mutations in a worker thread through the same
 :class:`gateway.http.execution.Execution` (slots, time, response size): one policy,
 the same errors. Subscriptions, once checked, are Strawberry's to run.
 
+Persisted queries work as over HTTP: a ``subscribe`` or ``start`` may name its
+document by ``extensions.persistedQuery`` alone, and is answered by the same
+store (gateway.http.persisted), registered, not found, refused or trusted
+alike. Strawberry's handlers pass a message's ``query`` on and drop its
+``extensions``, so the handlers here hand the extensions over inside the query
+(:class:`Document`, a ``str`` that carries them).
+
 Every malformed message closes the connection with the protocol's 4400 and a
 reason: text that is not a JSON object, JSON nested too deep to decode, a
 message without a type, a subscribe or start whose payload is not an object.
@@ -63,6 +70,18 @@ __all__ = ["Streams", "SubscriptionServer"]
 INVALID = object()
 
 
+class Document(str):
+    """A message's query (empty when a persisted hash names it), with its extensions."""
+
+    extensions: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> Document:
+        document = cls(payload.get("query") or "")
+        document.extensions = payload.get("extensions")
+        return document
+
+
 class Streams:
     """What Strawberry's WebSocket handlers call on the view's schema, with our policy.
 
@@ -86,8 +105,10 @@ class Streams:
         allowed_operation_types: Any = None,
     ) -> AsyncGenerator[ExecutionResult, None]:
         assert isinstance(context_value, Context)
-        params = Params(query or "", operation_name, variable_values)
-        return self._results(params, operation_extensions, context_value)
+        # A plain str: the parse and validation caches keep it, not the message's extensions.
+        params = Params(str(query or ""), operation_name, variable_values)
+        extensions = operation_extensions or getattr(query, "extensions", None)
+        return self._results(params, extensions, context_value)
 
     subscribe = stream
 
@@ -146,9 +167,11 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         if (reason := _malformed(message)) is not None:
             await self.handle_invalid_message(reason)
             return
-        if message["type"] == "subscribe" and (reason := _bad_payload(message)) is not None:
-            await self.handle_invalid_message(reason)
-            return
+        if message["type"] == "subscribe":
+            if (reason := _bad_payload(message)) is not None:
+                await self.handle_invalid_message(reason)
+                return
+            message["payload"]["query"] = Document.of(message["payload"])
         await super().handle_message(message)
 
 
@@ -161,6 +184,8 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
         if reason is not None:
             await self.websocket.close(code=4400, reason=reason)
             return
+        if message["type"] == "start":
+            message["payload"]["query"] = Document.of(message["payload"])
         await super().handle_message(message)
 
 
@@ -181,8 +206,12 @@ def _bad_payload(message: dict[str, Any]) -> str | None:
         return f"{message['type']} needs a string id"
     if not isinstance(payload, dict):
         return f"{message['type']} payload must be an object"
-    if not isinstance(payload.get("query"), str):
-        return f"{message['type']} payload needs a string query"
+    extensions = payload.get("extensions")
+    if extensions is not None and not isinstance(extensions, dict):
+        return "extensions must be an object"
+    persisted = extensions is not None and "persistedQuery" in extensions
+    if not isinstance(payload.get("query"), str) and not (persisted and "query" not in payload):
+        return f"{message['type']} payload needs a string query (or a persistedQuery)"
     if payload.get("variables") is not None and not isinstance(payload["variables"], dict):
         return "variables must be an object"
     if payload.get("operationName") is not None and not isinstance(payload["operationName"], str):
