@@ -1,0 +1,79 @@
+"""The gateway's memory over the soak: its RSS, and what ``/metrics`` says it keeps.
+
+RSS is the kernel's figure (``VmRSS``), the one an out-of-memory kill judges.
+Beside it, from each scrape, every gauge whose name ends in ``_bytes`` (a memo,
+a cache, a store of documents: whatever the gateway reports sizing in bytes)
+and the live snapshots gauge, which counts the fleet states still referenced
+(by queries running, subscribers behind, carried views): bounded when nothing
+holds an old state longer than it is used. A budget is known when the gauge's
+help says it (``at most N``) or a gauge of the same name ending in
+``_budget_bytes`` or ``_max_bytes`` gives it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from harness.processes import memory_kib
+
+__all__ = ["LIVE_SNAPSHOTS", "Sample", "budgets", "sample"]
+
+LIVE_SNAPSHOTS = "hypervisor_gateway_snapshots_live"
+_BUDGET = re.compile(r"at most (\d+)")
+_LIMITS = ("_budget_bytes", "_max_bytes")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One look at the gateway, ``at`` seconds into the window."""
+
+    at: float
+    rss_kib: int
+    #: Every ``_bytes`` gauge by its series (name and labels), the live snapshots too.
+    gauges: dict[str, float]
+
+
+def sample(pid: int, http: httpx.Client, start: float) -> tuple[Sample, dict[str, float]]:
+    """A sample now, and the budgets the scrape names (by series)."""
+    rss = memory_kib(pid)["VmRSS"]
+    at = time.monotonic() - start
+    gauges: dict[str, float] = {}
+    known: dict[str, float] = {}
+    for family in text_string_to_metric_families(http.get("/metrics").text):
+        if family.type != "gauge":
+            continue
+        if family.name != LIVE_SNAPSHOTS and not family.name.endswith("_bytes"):
+            continue
+        for metric in family.samples:
+            series = _series(metric.name, metric.labels)
+            gauges[series] = metric.value
+            if found := _BUDGET.search(family.documentation):
+                known[series] = float(found.group(1))
+    return Sample(at, rss, gauges), known
+
+
+def budgets(sampled: Sample, named: dict[str, float]) -> dict[str, float]:
+    """Each ``_bytes`` series' budget: named in its help, or by a limit gauge beside it."""
+    found = dict(named)
+    for series, value in sampled.gauges.items():
+        for suffix in _LIMITS:
+            name, _, labels = series.partition("{")
+            if name.endswith(suffix):
+                used = name.removesuffix(suffix) + "_bytes" + (f"{{{labels}" if labels else "")
+                found[used] = value
+    return {series: value for series, value in found.items() if not _is_limit(series)}
+
+
+def _is_limit(series: str) -> bool:
+    return series.partition("{")[0].endswith(_LIMITS)
+
+
+def _series(name: str, labels: dict[str, str]) -> str:
+    if not labels:
+        return name
+    return name + "{" + ",".join(f'{key}="{value}"' for key, value in sorted(labels.items())) + "}"

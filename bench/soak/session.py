@@ -1,0 +1,131 @@
+"""A soak run: the demo gateway as its own process, every load at once, its memory sampled."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.churn.phase import LIVE as CHURN_LIVE
+from bench.churn.phase import QUERIES, Load, add_readers
+from bench.churn.session import free_port
+from bench.soak import clients
+from bench.soak.samples import Sample, budgets, sample
+from bench.stats import summarize
+from harness.crowd import Crowd
+from harness.processes import Server, memory_kib
+
+__all__ = ["Soak", "soak"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Soak:
+    """How long, how large, and the load besides the churn readers (``readers``)."""
+
+    size: int = 5000
+    minutes: float = 30
+    #: Minutes from the window's start that the RSS slope leaves out.
+    warmup: float = 5
+    #: Seconds between two changes of the demo fleet (``serve --demo-churn``).
+    churn: float = 0.1
+    #: Seconds between two samples of RSS and /metrics.
+    every: float = 5
+    #: The gateway's time limit per query (``serve --max-query-seconds``).
+    query_seconds: float = 5
+    #: Seconds between two failing queries, two over the time limit, two abusive ones.
+    failing: float = 1
+    timeouts: float = 30
+    abuse: float = 2
+    #: Subscribers coming and going at once, and the longest any stays (seconds).
+    visitors: int = 10
+    stay: float = 20
+    readers: Load = dataclasses.field(default_factory=Load)
+
+
+def soak(plan: Soak, logs: Path, log: Any = print) -> dict[str, Any]:
+    """Every figure of one soak run."""
+    options = [
+        "--demo",
+        *("--demo-size", str(plan.size), "--demo-churn", str(plan.churn)),
+        *("--max-query-seconds", str(plan.query_seconds)),
+    ]
+    gateway = Server.gateway(free_port(), logs / f"soak-{plan.size}.log", *options)
+    try:
+        log(f"[soak {plan.size}] starting the gateway")
+        ready = gateway.wait_ready()
+        log(f"[soak {plan.size}] ready in {ready:.1f} s; {plan.minutes:g} minutes of load")
+        with httpx.Client(base_url=gateway.url, timeout=30) as http:
+            names = _names(http, plan.size)
+            with Crowd() as crowd:
+                _add(crowd, gateway.url, names, plan)
+                window = crowd.open(plan.minutes * 60)
+                samples, named = _sampled(gateway.pid, http, window.start, window.stop, plan)
+                log(f"[soak {plan.size}] window closed; collecting the clients")
+                done = crowd.collect()
+        peak = memory_kib(gateway.pid)["VmHWM"]
+    finally:
+        gateway.stop()
+    return {
+        "plan": dataclasses.asdict(plan),
+        "ready_seconds": ready,
+        "peak_kib": peak,
+        "samples": [dataclasses.asdict(s) for s in samples],
+        "budgets": budgets(samples[-1], named),
+        "outcomes": _outcomes(done),
+        "latencies": {
+            kind: summarize(done[kind]["latencies"]) for kind in QUERIES if done[kind]["latencies"]
+        },
+        "subscriptions_ended": {kind: done[kind]["ended"] for kind in CHURN_LIVE},
+    }
+
+
+def _names(http: httpx.Client, size: int) -> list[str]:
+    query = "query All($n: Int!) { hypervisors(first: $n) { nodes { name } } }"
+    answer = http.post("/graphql", json={"query": query, "variables": {"n": size}}).json()
+    return [node["name"] for node in answer["data"]["hypervisors"]["nodes"]]
+
+
+def _add(crowd: Crowd, url: str, names: list[str], plan: Soak) -> None:
+    watched = random.Random(0).sample(names, min(plan.readers.watched, len(names)))
+    add_readers(crowd, url, [{"n": name} for name in watched], plan.readers)
+    crowd.add("failing", clients.failing, url, plan.failing)
+    crowd.add("timeouts", clients.timeouts, url, plan.timeouts, plan.size, plan.query_seconds)
+    crowd.add("abuse", clients.abuse, url, plan.abuse)
+    crowd.add("visitors", clients.visitors, url, plan.visitors, plan.stay, names)
+
+
+def _sampled(
+    pid: int, http: httpx.Client, start: float, stop: float, plan: Soak
+) -> tuple[list[Sample], dict[str, float]]:
+    """A sample every ``plan.every`` seconds from the window's start to its stop."""
+    samples: list[Sample] = []
+    named: dict[str, float] = {}
+    due = start
+    while due < stop:
+        time.sleep(max(0.0, due - time.monotonic()))
+        taken, found = sample(pid, http, start)
+        samples.append(taken)
+        named |= found
+        due = max(due + plan.every, time.monotonic())
+    return samples, named
+
+
+def _outcomes(done: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Every request kind's outcomes: the churn readers' (answered or not) and the soak's."""
+    counts: dict[str, dict[str, int]] = {}
+    for kind in QUERIES:
+        result = done[kind]
+        counts[f"{kind} over http"] = {"ok": len(result["latencies"]), "error": result["errors"]}
+    for kind in CHURN_LIVE:
+        result = done[kind]
+        counts[f"{kind} subscribers"] = {
+            "messages": result["messages"],
+            "ended early": len(result["ended"]),
+        }
+    for role in ("failing", "timeouts", "abuse", "visitors"):
+        counts |= done[role]
+    return counts
