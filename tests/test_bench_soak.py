@@ -35,6 +35,7 @@ def _run(
         "budgets": {"hypervisor_gateway_memo_bytes": 400.0},
         "outcomes": {"zones over http": {"ok": 3}},
         "latencies": {},
+        "log_errors": {},
     }
 
 

@@ -34,8 +34,11 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
     rss = [s["rss_kib"] / MIB for s in after]
     hours = [s["at"] / 3600 for s in after]
     slope = statistics.linear_regression(hours, rss).slope if len(after) > 1 else 0.0
-    live = [s["gauges"][LIVE_SNAPSHOTS] for s in after if LIVE_SNAPSHOTS in s["gauges"]]
-    last = samples[-1]["gauges"]
+    scraped = [s["gauges"] for s in after if s["gauges"] is not None]
+    live = [gauges[LIVE_SNAPSHOTS] for gauges in scraped if LIVE_SNAPSHOTS in gauges]
+    last: dict[str, float] = next(
+        (s["gauges"] for s in reversed(samples) if s["gauges"] is not None), {}
+    )
     memos = {series: value for series, value in last.items() if series != LIVE_SNAPSHOTS}
     return {
         "rss_start_mib": samples[0]["rss_kib"] / MIB,
@@ -46,10 +49,12 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
         "slope_mib_per_hour": slope,
         "slope_share": slope / rss[0],
         "samples_after_warmup": len(after),
+        "scrapes_failed": sum(s["gauges"] is None for s in samples),
         "live": _spread(live),
         "live_bounded": _bounded(live),
         "memos": {series: (value, run["budgets"].get(series)) for series, value in memos.items()},
         "budget_mib": sum(run["budgets"].values()) / 2**20,
+        "log_errors": sum(run["log_errors"].values()),
     }
 
 
@@ -73,7 +78,8 @@ def markdown(run: dict[str, Any]) -> str:
     lines = [
         f"Soak of {plan['size']:,} demo hosts, a change every {plan['churn']:g} s, for "
         f"{plan['minutes']:g} minutes ({plan['warmup']:g} of warm-up); ready in "
-        f"{run['ready_seconds']:.1f} s; {len(run['samples'])} samples, every {plan['every']:g} s.",
+        f"{run['ready_seconds']:.1f} s; {len(run['samples'])} samples, every {plan['every']:g} s"
+        f" ({f['scrapes_failed']} scrapes of /metrics not answered in time).",
         "",
         "| RSS at the window's start | at warm-up end | at the end | peak sampled | peak (VmHWM) "
         "| slope after warm-up | slope : RSS at warm-up end | live snapshots min / median / max |",
@@ -95,6 +101,8 @@ def markdown(run: dict[str, Any]) -> str:
         lines.append(f"| {kind} | {told} |")
     lines += ["", "| Churn reader | p50 / p99 |", "|---|---|"]
     lines += [f"| {kind} | {cell(s)} |" for kind, s in run["latencies"].items()]
+    lines += ["", "| The gateway's log: errors | lines |", "|---|---|"]
+    lines += [f"| {message[:160]} | {n:,} |" for message, n in run["log_errors"].items()]
     return "\n".join([*lines, "", *verdicts(f)])
 
 
@@ -113,6 +121,7 @@ def verdicts(f: dict[str, Any]) -> list[str]:
     else:
         bounded = "bounded" if f["live_bounded"] else "NOT bounded"
         lines.append(f"- live snapshots {bounded}: max {f['live'][2]:g}")
+    lines.append(f"- the gateway's log: {f['log_errors']:,} error lines")
     for series, (value, budget) in sorted(f["memos"].items()):
         if budget is not None:
             within = "within" if value <= budget else "OVER"

@@ -34,17 +34,26 @@ class Sample:
 
     at: float
     rss_kib: int
-    #: Every ``_bytes`` gauge by its series (name and labels), the live snapshots too.
-    gauges: dict[str, float]
+    #: Every ``_bytes`` gauge by its series (name and labels), the live snapshots too;
+    #: None when the scrape failed (the gateway too busy to answer in time).
+    gauges: dict[str, float] | None
 
 
-def sample(pid: int, http: httpx.Client, start: float) -> tuple[Sample, dict[str, float]]:
-    """A sample now, and the budgets the scrape names (by series)."""
+def sample(pid: int, url: str, start: float) -> tuple[Sample, dict[str, float]]:
+    """A sample now, and the budgets the scrape names (by series).
+
+    Each scrape opens a connection of its own: one kept between samples a few
+    seconds apart meets the server's keep-alive timeout, closing it as it is reused.
+    """
     rss = memory_kib(pid)["VmRSS"]
     at = time.monotonic() - start
+    try:
+        text = httpx.get(url + "/metrics", timeout=30).text
+    except httpx.HTTPError:
+        return Sample(at, rss, None), {}
     gauges: dict[str, float] = {}
     known: dict[str, float] = {}
-    for family in text_string_to_metric_families(http.get("/metrics").text):
+    for family in text_string_to_metric_families(text):
         if family.type != "gauge":
             continue
         if family.name != LIVE_SNAPSHOTS and not family.name.endswith("_bytes"):
@@ -60,7 +69,7 @@ def sample(pid: int, http: httpx.Client, start: float) -> tuple[Sample, dict[str
 def budgets(sampled: Sample, named: dict[str, float]) -> dict[str, float]:
     """Each ``_bytes`` series' budget: named in its help, or by a limit gauge beside it."""
     found = dict(named)
-    for series, value in sampled.gauges.items():
+    for series, value in (sampled.gauges or {}).items():
         for suffix in _LIMITS:
             name, _, labels = series.partition("{")
             if name.endswith(suffix):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from bench.churn.session import free_port
 from bench.soak import clients
 from bench.soak.samples import Sample, budgets, sample
 from bench.stats import summarize
-from harness.crowd import Crowd
+from harness.crowd import Crowd, Window
 from harness.processes import Server, memory_kib
 
 __all__ = ["Soak", "soak"]
@@ -51,21 +53,20 @@ def soak(plan: Soak, logs: Path, log: Any = print) -> dict[str, Any]:
     options = [
         "--demo",
         *("--demo-size", str(plan.size), "--demo-churn", str(plan.churn)),
-        *("--max-query-seconds", str(plan.query_seconds)),
+        *("--max-query-seconds", str(plan.query_seconds), "--log-format", "json"),
     ]
     gateway = Server.gateway(free_port(), logs / f"soak-{plan.size}.log", *options)
     try:
         log(f"[soak {plan.size}] starting the gateway")
         ready = gateway.wait_ready()
         log(f"[soak {plan.size}] ready in {ready:.1f} s; {plan.minutes:g} minutes of load")
-        with httpx.Client(base_url=gateway.url, timeout=30) as http:
-            names = _names(http, plan.size)
-            with Crowd() as crowd:
-                _add(crowd, gateway.url, names, plan)
-                window = crowd.open(plan.minutes * 60)
-                samples, named = _sampled(gateway.pid, http, window.start, window.stop, plan)
-                log(f"[soak {plan.size}] window closed; collecting the clients")
-                done = crowd.collect()
+        names = _names(gateway.url, plan.size)
+        with Crowd() as crowd:
+            _add(crowd, gateway.url, names, plan)
+            window = crowd.open(plan.minutes * 60)
+            samples, named = _sampled(gateway.pid, gateway.url, window, plan)
+            log(f"[soak {plan.size}] window closed; collecting the clients")
+            done = crowd.collect()
         peak = memory_kib(gateway.pid)["VmHWM"]
     finally:
         gateway.stop()
@@ -74,7 +75,8 @@ def soak(plan: Soak, logs: Path, log: Any = print) -> dict[str, Any]:
         "ready_seconds": ready,
         "peak_kib": peak,
         "samples": [dataclasses.asdict(s) for s in samples],
-        "budgets": budgets(samples[-1], named),
+        "budgets": budgets(_scraped(samples)[-1], named),
+        "log_errors": _errors(logs / f"soak-{plan.size}.log"),
         "outcomes": _outcomes(done),
         "latencies": {
             kind: summarize(done[kind]["latencies"]) for kind in QUERIES if done[kind]["latencies"]
@@ -83,9 +85,10 @@ def soak(plan: Soak, logs: Path, log: Any = print) -> dict[str, Any]:
     }
 
 
-def _names(http: httpx.Client, size: int) -> list[str]:
+def _names(url: str, size: int) -> list[str]:
     query = "query All($n: Int!) { hypervisors(first: $n) { nodes { name } } }"
-    answer = http.post("/graphql", json={"query": query, "variables": {"n": size}}).json()
+    body = {"query": query, "variables": {"n": size}}
+    answer = httpx.post(url + "/graphql", json=body, timeout=60).json()
     return [node["name"] for node in answer["data"]["hypervisors"]["nodes"]]
 
 
@@ -99,19 +102,37 @@ def _add(crowd: Crowd, url: str, names: list[str], plan: Soak) -> None:
 
 
 def _sampled(
-    pid: int, http: httpx.Client, start: float, stop: float, plan: Soak
+    pid: int, url: str, window: Window, plan: Soak
 ) -> tuple[list[Sample], dict[str, float]]:
     """A sample every ``plan.every`` seconds from the window's start to its stop."""
     samples: list[Sample] = []
     named: dict[str, float] = {}
-    due = start
-    while due < stop:
+    due = window.start
+    while due < window.stop:
         time.sleep(max(0.0, due - time.monotonic()))
-        taken, found = sample(pid, http, start)
+        taken, found = sample(pid, url, window.start)
         samples.append(taken)
         named |= found
         due = max(due + plan.every, time.monotonic())
     return samples, named
+
+
+def _scraped(samples: list[Sample]) -> list[Sample]:
+    return [s for s in samples if s.gauges is not None] or samples[-1:]
+
+
+def _errors(log: Path) -> dict[str, int]:
+    """The gateway's error lines, counted by message."""
+    counts: Counter[str] = Counter()
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            counts[line[:120]] += 1  # not the gateway's own (an interpreter's last words)
+            continue
+        if isinstance(entry, dict) and entry.get("level") in ("error", "critical"):
+            counts[f"{entry.get('logger')}: {entry.get('message')}"] += 1
+    return dict(counts)
 
 
 def _outcomes(done: dict[str, Any]) -> dict[str, dict[str, int]]:
