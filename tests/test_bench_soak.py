@@ -36,6 +36,7 @@ def _run(
         "outcomes": {"zones over http": {"ok": 3}},
         "latencies": {},
         "log_errors": {},
+        "stopped_over_limit": False,
     }
 
 
@@ -126,3 +127,16 @@ def test_a_short_soak_drives_every_kind_and_samples_the_gateway(tmp_path: Path) 
     assert outcomes["zones over http"]["ok"] >= 1 and outcomes["zones over http"]["error"] == 0
     report = markdown(run)
     assert "Soak of 30 demo hosts" in report and "- RSS " in report
+
+
+def test_a_gateway_over_the_rss_limit_is_stopped_and_the_clients_still_end(
+    tmp_path: Path,
+) -> None:
+    readers = Load(dashboards=1, fits=1, watched=1, totals=1, hosts=1)
+    plan = Soak(size=20, minutes=0.1, every=1, visitors=1, rss_limit_mib=1, readers=readers)
+
+    run = soak(plan, tmp_path, log=lambda message: None)
+
+    assert run["stopped_over_limit"] is True and len(run["samples"]) == 1
+    assert run["outcomes"]["zones over http"]["error"] >= 1
+    assert "- stopped early: RSS over 1 MiB" in markdown(run)

@@ -34,6 +34,12 @@ def main() -> int:
         default=defaults.query_seconds,
         help="the gateway's time limit per query (5)",
     )
+    parser.add_argument(
+        "--rss-limit",
+        type=float,
+        default=defaults.rss_limit_mib,
+        help="MiB of RSS at which the gateway is stopped (8192)",
+    )
     parser.add_argument("--output", type=Path, help="write the report here, the samples beside it")
     parser.add_argument("--logs", type=Path, help="keep the gateway's log here")
     args = parser.parse_args()
@@ -45,6 +51,7 @@ def main() -> int:
         churn=args.churn,
         every=args.every,
         query_seconds=args.query_seconds,
+        rss_limit_mib=args.rss_limit,
     )
     log = functools.partial(print, file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="hgw-soak-") as tmp:

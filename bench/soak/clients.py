@@ -23,7 +23,7 @@ import httpx
 import websockets
 
 from bench.soak.documents import ABUSE, FAILING, Document, timeout
-from bench.soak.sockets import PROTOCOLS, Socket, outcome
+from bench.soak.sockets import PROTOCOLS, Socket, closed, outcome
 from harness.crowd import Gate, Window
 
 __all__ = ["LIVE", "abuse", "failing", "timeouts", "visitors"]
@@ -65,7 +65,10 @@ class _Asker:
         except TimeoutError:
             self._drop(transport)
             return "no answer in time"
-        except (websockets.ConnectionClosed, OSError):
+        except websockets.ConnectionClosed as error:
+            self._drop(transport)
+            return closed(error)
+        except OSError:
             self._drop(transport)
             return "connection lost"
 
@@ -200,6 +203,7 @@ async def _visit(
     try:
         socket = await Socket.open(ws, protocol)
     except (websockets.WebSocketException, OSError, RuntimeError):
+        await asyncio.sleep(max(0.0, until - time.monotonic()))  # the visit's time, not a spin
         return "refused", 0
     try:
         await socket.start("1", query, variables)
@@ -212,8 +216,8 @@ async def _visit(
                 messages += 1
     except TimeoutError:
         pass
-    except websockets.ConnectionClosed:
-        return "connection lost", messages
+    except websockets.ConnectionClosed as error:
+        return closed(error), messages
     if leave == "drops":
         socket.abort()
     else:

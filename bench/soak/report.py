@@ -55,6 +55,8 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
         "memos": {series: (value, run["budgets"].get(series)) for series, value in memos.items()},
         "budget_mib": sum(run["budgets"].values()) / 2**20,
         "log_errors": sum(run["log_errors"].values()),
+        "stopped": run["stopped_over_limit"],
+        "rss_limit_mib": run["plan"]["rss_limit_mib"],
     }
 
 
@@ -109,7 +111,8 @@ def markdown(run: dict[str, Any]) -> str:
 def verdicts(f: dict[str, Any]) -> list[str]:
     """One line per property the soak checks."""
     flat = "flat" if f["slope_share"] < FLAT else "NOT flat"
-    lines = [
+    lines = [f"- stopped early: RSS over {f['rss_limit_mib']:g} MiB"] if f["stopped"] else []
+    lines += [
         f"- RSS {flat} after warm-up: slope {f['slope_mib_per_hour']:+,.1f} MiB/h "
         f"({f['slope_share'] * 100:+.1f}% of {f['rss_warm_mib']:,.0f} MiB an hour; flat below "
         f"{FLAT:.0%}), {f['rss_warm_mib']:,.0f} -> {f['rss_end_mib']:,.0f} MiB",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -45,6 +46,8 @@ class Soak:
     #: Subscribers coming and going at once, and the longest any stays (seconds).
     visitors: int = 10
     stay: float = 20
+    #: RSS at which the gateway is stopped: a leak found, before it takes the machine.
+    rss_limit_mib: float = 8192
     readers: Load = dataclasses.field(default_factory=Load)
 
 
@@ -65,15 +68,20 @@ def soak(plan: Soak, logs: Path, log: Any = print) -> dict[str, Any]:
             _add(crowd, gateway.url, names, plan)
             window = crowd.open(plan.minutes * 60)
             samples, named = _sampled(gateway.pid, gateway.url, window, plan)
-            log(f"[soak {plan.size}] window closed; collecting the clients")
-            done = crowd.collect()
-        peak = memory_kib(gateway.pid)["VmHWM"]
+            peak = memory_kib(gateway.pid)["VmHWM"]
+            stopped = samples[-1].rss_kib > plan.rss_limit_mib * 1024
+            if stopped:  # the clients go on, refused, to the window's end
+                log(f"[soak {plan.size}] RSS over {plan.rss_limit_mib:g} MiB: gateway stopped")
+                gateway.stop()
+            log(f"[soak {plan.size}] collecting the clients")
+            done = crowd.collect(timeout=window.end - time.monotonic() + 300)
     finally:
         gateway.stop()
     return {
         "plan": dataclasses.asdict(plan),
         "ready_seconds": ready,
         "peak_kib": peak,
+        "stopped_over_limit": stopped,
         "samples": [dataclasses.asdict(s) for s in samples],
         "budgets": budgets(_scraped(samples)[-1], named),
         "log_errors": _errors(logs / f"soak-{plan.size}.log"),
@@ -104,7 +112,8 @@ def _add(crowd: Crowd, url: str, names: list[str], plan: Soak) -> None:
 def _sampled(
     pid: int, url: str, window: Window, plan: Soak
 ) -> tuple[list[Sample], dict[str, float]]:
-    """A sample every ``plan.every`` seconds from the window's start to its stop."""
+    """A sample every ``plan.every`` seconds from the window's start to its stop, or
+    until RSS passes ``plan.rss_limit_mib``."""
     samples: list[Sample] = []
     named: dict[str, float] = {}
     due = window.start
@@ -113,6 +122,8 @@ def _sampled(
         taken, found = sample(pid, url, window.start)
         samples.append(taken)
         named |= found
+        if taken.rss_kib > plan.rss_limit_mib * 1024:
+            break
         due = max(due + plan.every, time.monotonic())
     return samples, named
 
@@ -131,8 +142,16 @@ def _errors(log: Path) -> dict[str, int]:
             counts[line[:120]] += 1  # not the gateway's own (an interpreter's last words)
             continue
         if isinstance(entry, dict) and entry.get("level") in ("error", "critical"):
-            counts[f"{entry.get('logger')}: {entry.get('message')}"] += 1
+            counts[_kind(entry)] += 1
     return dict(counts)
+
+
+def _kind(entry: dict[str, Any]) -> str:
+    """An error line's logger, message and exception, without what differs per line."""
+    message = re.sub(r"Task-\d+", "Task-N", str(entry.get("message", "")))
+    message = re.sub(r" coro=<.*?(\w+\(\)) .*?>", r" \1", message.replace("\n", " "))
+    raised = str(entry.get("exception") or "").strip().rsplit("\n", 1)[-1]
+    return f"{entry.get('logger')}: {message}" + (f" ({raised})" if raised else "")
 
 
 def _outcomes(done: dict[str, Any]) -> dict[str, dict[str, int]]:

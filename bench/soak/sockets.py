@@ -15,7 +15,7 @@ from typing import Any
 
 import websockets
 
-__all__ = ["LEGACY", "PROTOCOLS", "TRANSPORT", "Socket", "outcome"]
+__all__ = ["LEGACY", "PROTOCOLS", "TRANSPORT", "Socket", "closed", "outcome"]
 
 TRANSPORT = "graphql-transport-ws"
 LEGACY = "graphql-ws"
@@ -94,3 +94,10 @@ def outcome(answer: dict[str, Any]) -> str:
     if not errors:
         return "ok"
     return str((errors[0].get("extensions") or {}).get("code", "no code"))
+
+
+def closed(error: websockets.ConnectionClosed) -> str:
+    """How the gateway ended a connection: its close code and reason, or none sent."""
+    if error.rcvd is None:
+        return "connection dropped"
+    return f"closed {error.rcvd.code} {error.rcvd.reason}".strip()
