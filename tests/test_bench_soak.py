@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from bench.churn import Load
 from bench.soak import Soak, figures, markdown, soak
 from bench.soak.documents import FAILING
+from bench.soak.logs import NOT_JSON, errors
 from bench.soak.samples import LIVE_SNAPSHOTS, Sample, budgets
 from bench.soak.sockets import PROTOCOLS
 
@@ -90,6 +92,33 @@ def test_a_budget_is_read_from_the_help_or_from_a_limit_gauge_beside_the_bytes()
     assert found == {
         "hypervisor_gateway_a_bytes": 10.0,
         'hypervisor_gateway_memo_bytes{memo="b"}': 20.0,
+    }
+
+
+def test_error_lines_of_one_cause_count_as_one_kind(tmp_path: Path) -> None:
+    def line(level: str, message: str, exception: str | None = None) -> str:
+        entry = {"level": level, "logger": "asyncio", "message": message}
+        return json.dumps(entry | ({"exception": exception} if exception else {}))
+
+    never = "Task exception was never retrieved\nfuture: <Task finished name='Task-{}' coro=<H.run() done, defined at h.py:1> exception=Gone()>"
+    log = tmp_path / "gateway.log"
+    log.write_text(
+        "\n".join(
+            [
+                line("error", never.format(12), "Traceback ...\n  ...\nmodule.Gone"),
+                line("error", never.format(345), "Traceback ...\nmodule.Gone"),
+                line("info", "started"),
+                line("critical", "out of memory"),
+                "Traceback (most recent call last):",
+            ]
+        )
+    )
+
+    assert errors(log) == {
+        "asyncio: Task exception was never retrieved future: <Task finished name='Task-N' run()"
+        " exception=Gone()> (module.Gone)": 2,
+        "asyncio: out of memory": 1,
+        NOT_JSON: 1,
     }
 
 

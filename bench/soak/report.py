@@ -23,7 +23,8 @@ FLAT = 0.05
 #: Live snapshots the later half may hold beyond the earlier half's most.
 SLACK = 2
 
-MIB = 1024
+#: KiB in a MiB (RSS is read in KiB).
+KIB = 1024
 
 
 def figures(run: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
     samples = run["samples"]
     warmup = run["plan"]["warmup"] * 60
     after = [s for s in samples if s["at"] >= warmup] or samples[-1:]
-    rss = [s["rss_kib"] / MIB for s in after]
+    rss = [s["rss_kib"] / KIB for s in after]
     hours = [s["at"] / 3600 for s in after]
     slope = statistics.linear_regression(hours, rss).slope if len(after) > 1 else 0.0
     scraped = [s["gauges"] for s in after if s["gauges"] is not None]
@@ -41,11 +42,11 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
     )
     memos = {series: value for series, value in last.items() if series != LIVE_SNAPSHOTS}
     return {
-        "rss_start_mib": samples[0]["rss_kib"] / MIB,
+        "rss_start_mib": samples[0]["rss_kib"] / KIB,
         "rss_warm_mib": rss[0],
         "rss_end_mib": rss[-1],
-        "rss_max_mib": max(s["rss_kib"] for s in samples) / MIB,
-        "peak_mib": run["peak_kib"] / MIB,
+        "rss_max_mib": max(s["rss_kib"] for s in samples) / KIB,
+        "peak_mib": run["peak_kib"] / KIB,
         "slope_mib_per_hour": slope,
         "slope_share": slope / rss[0],
         "samples_after_warmup": len(after),
@@ -105,10 +106,10 @@ def markdown(run: dict[str, Any]) -> str:
     lines += [f"| {kind} | {cell(s)} |" for kind, s in run["latencies"].items()]
     lines += ["", "| The gateway's log: errors | lines |", "|---|---|"]
     lines += [f"| {message[:160]} | {n:,} |" for message, n in run["log_errors"].items()]
-    return "\n".join([*lines, "", *verdicts(f)])
+    return "\n".join([*lines, "", *_verdicts(f)])
 
 
-def verdicts(f: dict[str, Any]) -> list[str]:
+def _verdicts(f: dict[str, Any]) -> list[str]:
     """One line per property the soak checks."""
     flat = "flat" if f["slope_share"] < FLAT else "NOT flat"
     lines = [f"- stopped early: RSS over {f['rss_limit_mib']:g} MiB"] if f["stopped"] else []

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
-import re
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ from bench.churn.phase import LIVE as CHURN_LIVE
 from bench.churn.phase import QUERIES, Load, add_readers
 from bench.churn.session import free_port
 from bench.soak import clients
+from bench.soak.logs import errors
 from bench.soak.samples import Sample, budgets, sample
 from bench.stats import summarize
 from harness.crowd import Crowd, Window
@@ -84,7 +82,7 @@ def soak(plan: Soak, logs: Path, log: Any = print) -> dict[str, Any]:
         "stopped_over_limit": stopped,
         "samples": [dataclasses.asdict(s) for s in samples],
         "budgets": budgets(_scraped(samples)[-1], named),
-        "log_errors": _errors(logs / f"soak-{plan.size}.log"),
+        "log_errors": errors(logs / f"soak-{plan.size}.log"),
         "outcomes": _outcomes(done),
         "latencies": {
             kind: summarize(done[kind]["latencies"]) for kind in QUERIES if done[kind]["latencies"]
@@ -130,28 +128,6 @@ def _sampled(
 
 def _scraped(samples: list[Sample]) -> list[Sample]:
     return [s for s in samples if s.gauges is not None] or samples[-1:]
-
-
-def _errors(log: Path) -> dict[str, int]:
-    """The gateway's error lines, counted by message."""
-    counts: Counter[str] = Counter()
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            counts[line[:120]] += 1  # not the gateway's own (an interpreter's last words)
-            continue
-        if isinstance(entry, dict) and entry.get("level") in ("error", "critical"):
-            counts[_kind(entry)] += 1
-    return dict(counts)
-
-
-def _kind(entry: dict[str, Any]) -> str:
-    """An error line's logger, message and exception, without what differs per line."""
-    message = re.sub(r"Task-\d+", "Task-N", str(entry.get("message", "")))
-    message = re.sub(r" coro=<.*?(\w+\(\)) .*?>", r" \1", message.replace("\n", " "))
-    raised = str(entry.get("exception") or "").strip().rsplit("\n", 1)[-1]
-    return f"{entry.get('logger')}: {message}" + (f" ({raised})" if raised else "")
 
 
 def _outcomes(done: dict[str, Any]) -> dict[str, dict[str, int]]:
