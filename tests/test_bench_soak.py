@@ -25,7 +25,10 @@ def _run(
     """A run sampled once a minute, ``warmup`` minutes of warm-up."""
     samples = []
     for minute, rss in enumerate(rss_mib):
-        gauges = {"hypervisor_gateway_memo_bytes": 100.0}
+        gauges = {
+            "hypervisor_gateway_memo_bytes": 100.0,
+            "hypervisor_gateway_memo_max_bytes": 400.0,
+        }
         if live is not None:
             gauges[LIVE_SNAPSHOTS] = live[minute]
         samples.append({"at": minute * 60.0, "rss_kib": int(rss * MIB), "gauges": gauges})
@@ -76,6 +79,7 @@ def test_without_the_live_snapshots_gauge_the_report_says_it_is_absent() -> None
 
     assert f"- live snapshots: absent (`{LIVE_SNAPSHOTS}` not in /metrics)" in report
     assert "| `hypervisor_gateway_memo_bytes` | 100 | 400 (25% used) |" in report
+    assert "memo_max_bytes" not in report  # a budget, not a memo of its own
 
 
 def test_a_budget_is_read_from_the_help_or_from_a_limit_gauge_beside_the_bytes() -> None:
@@ -83,7 +87,9 @@ def test_a_budget_is_read_from_the_help_or_from_a_limit_gauge_beside_the_bytes()
         "hypervisor_gateway_a_bytes": 1.0,
         'hypervisor_gateway_memo_bytes{memo="b"}': 2.0,
         'hypervisor_gateway_memo_max_bytes{memo="b"}': 20.0,
-        "hypervisor_gateway_c_bytes": 3.0,
+        'hypervisor_gateway_memo_bytes{memo="c"}': 3.0,
+        'hypervisor_gateway_memo_budget_bytes{memo="c"}': 30.0,
+        "hypervisor_gateway_d_bytes": 4.0,
     }
     named = {"hypervisor_gateway_a_bytes": 10.0}
 
@@ -92,6 +98,7 @@ def test_a_budget_is_read_from_the_help_or_from_a_limit_gauge_beside_the_bytes()
     assert found == {
         "hypervisor_gateway_a_bytes": 10.0,
         'hypervisor_gateway_memo_bytes{memo="b"}': 20.0,
+        'hypervisor_gateway_memo_bytes{memo="c"}': 30.0,
     }
 
 

@@ -14,7 +14,7 @@ import statistics
 from typing import Any
 
 from bench.churn.report import cell
-from bench.soak.samples import LIVE_SNAPSHOTS
+from bench.soak.samples import LIVE_SNAPSHOTS, is_limit
 
 __all__ = ["FLAT", "SLACK", "figures", "markdown"]
 
@@ -40,7 +40,11 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
     last: dict[str, float] = next(
         (s["gauges"] for s in reversed(samples) if s["gauges"] is not None), {}
     )
-    memos = {series: value for series, value in last.items() if series != LIVE_SNAPSHOTS}
+    memos = {
+        series: value
+        for series, value in last.items()
+        if series != LIVE_SNAPSHOTS and not is_limit(series)
+    }
     return {
         "rss_start_mib": samples[0]["rss_kib"] / KIB,
         "rss_warm_mib": rss[0],
@@ -96,7 +100,7 @@ def markdown(run: dict[str, Any]) -> str:
         "|---|---|---|",
     ]
     for series, (value, budget) in sorted(f["memos"].items()):
-        known = "not stated" if budget is None else f"{budget:,.0f} ({value / budget:.0%} used)"
+        known = "not stated" if not budget else f"{budget:,.0f} ({value / budget:.0%} used)"
         lines.append(f"| `{series}` | {value:,.0f} | {known} |")
     lines += ["", "| Requests | outcomes |", "|---|---|"]
     for kind, counted in sorted(run["outcomes"].items()):

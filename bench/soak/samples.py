@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.processes import memory_kib
 
-__all__ = ["LIVE_SNAPSHOTS", "Sample", "budgets", "sample"]
+__all__ = ["LIVE_SNAPSHOTS", "Sample", "budgets", "is_limit", "sample"]
 
 LIVE_SNAPSHOTS = "hypervisor_gateway_snapshots_live"
 _BUDGET = re.compile(r"at most (\d+)")
@@ -75,10 +75,11 @@ def budgets(sampled: Sample, named: dict[str, float]) -> dict[str, float]:
             if name.endswith(suffix):
                 used = name.removesuffix(suffix) + "_bytes" + (f"{{{labels}" if labels else "")
                 found[used] = value
-    return {series: value for series, value in found.items() if not _is_limit(series)}
+    return {series: value for series, value in found.items() if not is_limit(series)}
 
 
-def _is_limit(series: str) -> bool:
+def is_limit(series: str) -> bool:
+    """Whether a series is a budget (of the ``_bytes`` series beside it), not a size."""
     return series.partition("{")[0].endswith(_LIMITS)
 
 
