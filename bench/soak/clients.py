@@ -160,9 +160,10 @@ async def abuse(gate: Gate, url: str, period: float) -> Outcomes:
 
 async def visitors(gate: Gate, url: str, count: int, stay: float, names: list[str]) -> Outcomes:
     """``count`` subscribers at a time that come and go through the window, each visit
-    on the next protocol, to the next subscription, for up to ``stay`` seconds; one in
-    three leaves by completing its subscription, one by closing, one by dropping the
-    connection mid-stream."""
+    on the next protocol, to the next subscription, for up to ``stay`` seconds; each
+    leaves one of three ways, at random: completing its subscription, closing the
+    connection, or dropping it mid-stream. Outcomes count visits by how they ended,
+    and the messages they got."""
     ws = url.replace("http", "ws", 1) + "/graphql"
     window = await gate.ready()
     await window.wait_start()
