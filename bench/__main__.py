@@ -13,7 +13,7 @@ from pathlib import Path
 from bench import churn
 from bench.report import markdown
 from bench.run import Options, run
-from bench.stats import Summary
+from bench.stats import plain
 
 
 def main() -> int:
@@ -65,15 +65,9 @@ def main() -> int:
             if args.output:
                 args.output.write_text(report + "\n")
                 raw = args.output.with_suffix(".json")
-                raw.write_text(json.dumps([*runs, *churned], default=_plain, indent=1))
+                raw.write_text(json.dumps([*runs, *churned], default=plain, indent=1))
     print(report)
     return 0
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, Summary):
-        return {"n": value.n, "median": value.median, "p99": value.p99}
-    raise TypeError(type(value).__name__)
 
 
 if __name__ == "__main__":

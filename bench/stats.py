@@ -7,7 +7,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-__all__ = ["Summary", "sample", "summarize"]
+__all__ = ["Summary", "plain", "sample", "summarize"]
 
 
 class Summary:
@@ -23,6 +23,13 @@ class Summary:
 
     def __repr__(self) -> str:
         return f"Summary(n={self.n}, median={self.median:.6f}, p99={self.p99:.6f})"
+
+
+def plain(value: object) -> object:
+    """A summary as JSON can hold it (``json.dumps(..., default=plain)``)."""
+    if isinstance(value, Summary):
+        return {"n": value.n, "median": value.median, "p99": value.p99}
+    raise TypeError(type(value).__name__)
 
 
 def summarize(samples: Sequence[float]) -> Summary:

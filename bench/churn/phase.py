@@ -27,7 +27,7 @@ from bench.stats import summarize
 from harness.crowd import Crowd, Window
 from harness.processes import Server, memory_kib
 
-__all__ = ["EVERY_HOST", "QUERIES", "Load", "measure"]
+__all__ = ["EVERY_HOST", "LIVE", "QUERIES", "Load", "add_readers", "measure"]
 
 ZONES = "{ fleetCapacity(groupBy: ZONE) { key resources { name capacity booked free } } }"
 PAGE = '{ hypervisors(first: 100) { nodes { name zone cpu: resource(name: "cpu") { free } memory: resource(name: "memory") { free } } } }'  # noqa: E501
@@ -92,18 +92,7 @@ def measure(
         _writers(crowd, api, hosts, rate - probes, load)
         crowd.add("probe", writers.probe, api, gateway.url, hosts, probes, 8)
         crowd.add("watch", arrivals.watch, api)
-        ws = gateway.url.replace("http", "ws") + "/graphql"
-        for kind, field in (("totals", "fleetCapacityChanged"), ("hosts", "hypervisorChanged")):
-            count = load.totals if kind == "totals" else load.hosts
-            crowd.add(kind, readers.subscribe, ws, LIVE[kind], count, field)
-        loops: dict[str, list[dict[str, Any]]] = {
-            "zones": [{}] * load.dashboards,
-            "page": [{}] * load.dashboards,
-        }
-        loops |= {"fit": [{}] * load.fits, "host": lookups}
-        for kind, query in QUERIES.items():
-            period = 1.0 if kind == "fit" else PERIOD
-            crowd.add(kind, readers.ask, gateway.url, query, loops[kind], period)
+        add_readers(crowd, gateway.url, lookups, load)
         crowd.add("floor", readers.ask, bare.url, HOST, lookups, PERIOD)
         window = crowd.open(seconds, load.tail)
         figures = _gateway(gateway, window)
@@ -113,6 +102,24 @@ def measure(
     figures |= _lookups(api, gateway, hosts, lookups, rate, alone, load)
     figures |= _every_host(api, gateway, hosts, rate, alone, load)
     return figures
+
+
+def add_readers(crowd: Crowd, url: str, lookups: list[dict[str, Any]], load: Load) -> None:
+    """The load's readers of the gateway at ``url``, each kind a role named as the report
+    names it: the subscribers, the dashboards, the fit clients and the host pages (one
+    per entry of ``lookups``, its variables)."""
+    ws = url.replace("http", "ws") + "/graphql"
+    for kind, field in (("totals", "fleetCapacityChanged"), ("hosts", "hypervisorChanged")):
+        count = load.totals if kind == "totals" else load.hosts
+        crowd.add(kind, readers.subscribe, ws, LIVE[kind], count, field)
+    loops: dict[str, list[dict[str, Any]]] = {
+        "zones": [{}] * load.dashboards,
+        "page": [{}] * load.dashboards,
+    }
+    loops |= {"fit": [{}] * load.fits, "host": lookups}
+    for kind, query in QUERIES.items():
+        period = 1.0 if kind == "fit" else PERIOD
+        crowd.add(kind, readers.ask, url, query, loops[kind], period)
 
 
 def _writers(crowd: Crowd, api: Api, hosts: list[writers.Target], rate: float, load: Load) -> None:

@@ -114,14 +114,18 @@ async def _listen(ws: Any, field: str, window: Window) -> tuple[int, Arrivals, s
                 if window.start <= at < window.stop:
                     messages += 1
                 if field == "hypervisorChanged":
-                    host = message["payload"]["data"][field]["hypervisor"]
-                    versions = arrivals.setdefault(host["name"], [])
-                    versions.append((int(host["resourceVersion"]), at))
+                    _arrived(arrivals, message["payload"]["data"][field]["hypervisor"], at)
     except TimeoutError:
         return messages, arrivals, None
     except websockets.ConnectionClosed as closed:
         return messages, arrivals, f"closed: {closed}"
     return messages, arrivals, "closed by the gateway"
+
+
+def _arrived(arrivals: Arrivals, host: dict[str, Any], at: float) -> None:
+    """Note a host's version arriving (a fleet of no API server, the demo's, has none)."""
+    if host["resourceVersion"] is not None:
+        arrivals.setdefault(host["name"], []).append((int(host["resourceVersion"]), at))
 
 
 async def baseline(gate: Gate, api: Api) -> list[float]:

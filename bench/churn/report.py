@@ -6,7 +6,7 @@ from typing import Any
 
 from bench.stats import Summary
 
-__all__ = ["markdown"]
+__all__ = ["cell", "markdown"]
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
@@ -31,9 +31,9 @@ def _queries(runs: list[dict[str, Any]]) -> str:
         every_ratio = f"1/{base.median / every.median:,.1f}" if every else "-"
         lines.append(
             f"| {run['size']:,} | {p['rate']:g} / {p['achieved']:.1f} "
-            f"| {_cell(q.get('zones'))} | {_cell(q.get('page'))} | {_cell(q.get('fit'))} "
-            f"| {_cell(q.get('host'))} | {base.median * 1e3:,.0f} ms | {ratio} "
-            f"| {_cell(every)} | {every_ratio} "
+            f"| {cell(q.get('zones'))} | {cell(q.get('page'))} | {cell(q.get('fit'))} "
+            f"| {cell(q.get('host'))} | {base.median * 1e3:,.0f} ms | {ratio} "
+            f"| {cell(every)} | {every_ratio} "
             f"| {_percent(p['hit_rate'])} "
             f"| {_percent(p['host_hit_rate'])} / {_percent(p['host_ceiling'])} "
             f"| {p['cpu_share'] * 100:.0f}% of a core | {p['rss_kib'] / 1024:.0f} MiB "
@@ -54,7 +54,7 @@ def _floor(runs: list[dict[str, Any]]) -> str:
         q: dict[str, Summary] = p["queries"]
         floor: Summary | None = p["floor"]
         ratios = " | ".join(_ratio(q.get(kind), floor) for kind in ("zones", "page", "fit", "host"))
-        lines.append(f"| {run['size']:,} | {p['achieved']:.1f} | {_cell(floor)} | {ratios} |")
+        lines.append(f"| {run['size']:,} | {p['achieved']:.1f} | {cell(floor)} | {ratios} |")
     return "\n".join(lines)
 
 
@@ -69,9 +69,9 @@ def _freshness(runs: list[dict[str, Any]]) -> str:
     for run, p in _phases(runs):
         d: dict[str, Summary | None] = p["delays"]
         lines.append(
-            f"| {run['size']:,} | {p['achieved']:.1f} | {_cell(d['watch'])} "
-            f"| {_cell(d['message'])} | {_ratio(d['message'], d['watch'])} "
-            f"| {_cell(d['answer'])} | {_p99(d['answer_watch'])} "
+            f"| {run['size']:,} | {p['achieved']:.1f} | {cell(d['watch'])} "
+            f"| {cell(d['message'])} | {_ratio(d['message'], d['watch'])} "
+            f"| {cell(d['answer'])} | {_p99(d['answer_watch'])} "
             f"| {_ratio(d['answer'], d['answer_watch'])} "
             f"| {p['messages']['totals']:,} / {p['messages']['hosts']:,} |"
         )
@@ -82,7 +82,8 @@ def _phases(runs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, 
     return [(run, phase) for run in runs for phase in run["phases"]]
 
 
-def _cell(s: Summary | None) -> str:
+def cell(s: Summary | None) -> str:
+    """A median and p99 in milliseconds, or - when nothing was measured."""
     return "-" if s is None else f"{s.median * 1e3:,.2f} / {s.p99 * 1e3:,.2f} ms"
 
 

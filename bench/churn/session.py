@@ -14,7 +14,7 @@ from gateway.sources.demo.source import generate
 from harness.controlplane import ControlPlane
 from harness.processes import Server
 
-__all__ = ["churn"]
+__all__ = ["churn", "free_port"]
 
 
 def churn(
@@ -28,7 +28,7 @@ def churn(
     """Every phase at ``size`` hosts: one per write rate, in this order."""
     plane = ControlPlane()
     gateway: Server | None = None
-    bare = Server.bare(_free_port(), logs / f"churn-bare-{size}.log")
+    bare = Server.bare(free_port(), logs / f"churn-bare-{size}.log")
     try:
         bare.wait_ready()
         plane.start()
@@ -39,7 +39,7 @@ def churn(
         del objects  # at 20,000 hosts the objects are hundreds of MiB in this process
         log(f"[churn {size}] loaded in {loaded:.1f} s")
         args = ["--kubeconfig", str(plane.kubeconfig), "--max-page-size", str(max(size, 10_000))]
-        gateway = Server.gateway(_free_port(), logs / f"churn-{size}.log", *args)
+        gateway = Server.gateway(free_port(), logs / f"churn-{size}.log", *args)
         gateway.wait_ready()
         phases = []
         for rate in rates:
@@ -63,7 +63,8 @@ def churn(
         plane.stop()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on loopback that nothing listens on now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
