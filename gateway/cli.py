@@ -226,7 +226,7 @@ def _serve(
     persisted: PersistedQueries,
 ) -> None:
     from gateway.http.app import create_app
-    from gateway.http.serve import serve
+    from gateway.http.graceful import serve
     from gateway.http.tracing import Tracing
 
     app = create_app(

@@ -45,7 +45,7 @@ from graphql.pyutils import Path
 
 from gateway.api.budget import Budget
 from gateway.api.context import Context
-from gateway.api.events import Recent
+from gateway.api.recent import Recent
 from gateway.api.reuse import REUSABLE, Completed, Kept
 from gateway.api.shortcuts import Attribute, Lookup
 from gateway.store.snapshot import Snapshot
@@ -79,7 +79,7 @@ class Executor(IncrementalExecutor):
 
     def execute_operation(self, serially: bool | None = None) -> Any:
         """graphql-core's; a subscription event's result shared by every subscriber of
-        the same operation (:mod:`gateway.api.events`)."""
+        the same operation (:mod:`gateway.api.recent`)."""
         if self.operation.operation is not OperationType.SUBSCRIPTION:
             return self._execute_operation(serially)
         catalog = getattr(self.context_value, "catalog", None)

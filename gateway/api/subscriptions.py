@@ -15,10 +15,10 @@ from strawberry.types import Info
 from gateway.api.arguments import UUID
 from gateway.api.context import Context
 from gateway.api.enums import FleetGrouping
-from gateway.api.events import Recent
 from gateway.api.evictions import Eviction, EvictionFilter, available, compile_eviction_filter
 from gateway.api.filters import HypervisorFilter, Predicate, compile_filter
 from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor
+from gateway.api.recent import Recent
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
@@ -190,7 +190,7 @@ async def shared_groups(
     return await asyncio.shield(found)  # one subscriber leaving does not cancel the others'
 
 
-#: Each change's message payload, one per kind, for all its subscribers (gateway.api.events):
+#: Each change's message payload, one per kind, for all its subscribers (gateway.api.recent):
 #: filed under the record it shows and its snapshot, not the change, which holds the
 #: record it replaced too.
 _views: Recent[HypervisorChange] = Recent()

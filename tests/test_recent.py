@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.api.events import Recent
+from gateway.api.recent import Recent
 
 
 class Thing:
