@@ -8,7 +8,8 @@ from typing import Any
 from graphql import ExecutionResult, execute, parse
 
 from gateway.api.context import Context
-from gateway.api.executor import KEPT, Executor
+from gateway.api.executor import Executor
+from gateway.api.memos import Answers
 from gateway.api.reuse import Completed, Kept
 from gateway.api.schema import build_schema, schema
 from gateway.domain.flavors import load_catalog
@@ -76,7 +77,15 @@ def test_answers_equal_a_fresh_execution() -> None:
     plain = execute(build_schema(shortcuts=False)._schema, PAGE, context_value=context(store))
     assert isinstance(plain, ExecutionResult) and plain.data is not None
     assert reused == plain.data["hypervisors"]["nodes"]
-    assert len(KEPT) >= len(reused)
+    assert len(Answers.of(store.memos).completed) >= len(reused)
+
+
+def test_each_store_keeps_the_objects_of_its_own_records() -> None:
+    store, _ = fleet()
+    other, _ = fleet()
+    run(store, PAGE)
+    assert len(Answers.of(store.memos).completed) > 0
+    assert len(Answers.of(other.memos).completed) == 0
 
 
 def test_a_selection_that_reads_beyond_the_record_is_not_kept() -> None:

@@ -292,10 +292,10 @@ async def test_live_totals_are_computed_once_for_all_their_subscribers(
     computed: list[tuple[int, str]] = []
     on_loop: list[bool] = []
 
-    def counting(snapshot: Any, where: Any, group_by: Any, *rest: Any) -> Any:
+    def counting(views: Any, snapshot: Any, where: Any, group_by: Any, *rest: Any) -> Any:
         computed.append((snapshot.generation, str(group_by)))
         on_loop.append(asyncio._get_running_loop() is not None)
-        return fleet_groups(snapshot, where, group_by, *rest)
+        return fleet_groups(views, snapshot, where, group_by, *rest)
 
     monkeypatch.setattr(subscriptions, "fleet_groups", counting)
     address, store = server
@@ -509,7 +509,11 @@ async def test_live_totals_kept_per_snapshot_are_bounded() -> None:
     snapshot = store.snapshot
     for n in range(subscriptions.MAX_TOTALS + 10):
         groups = await subscriptions.shared_groups(
-            snapshot, HypervisorFilter(names=[f"node-{n}"]), FleetGrouping.NONE, NO_CATALOG
+            store.views,
+            snapshot,
+            HypervisorFilter(names=[f"node-{n}"]),
+            FleetGrouping.NONE,
+            NO_CATALOG,
         )
         assert groups[0].hypervisor_count == 0
     assert len(subscriptions._totals[snapshot]) == subscriptions.MAX_TOTALS

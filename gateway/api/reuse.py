@@ -35,6 +35,7 @@ from graphql import (
 from graphql.execution.collect_fields import FragmentDetails
 
 from gateway.api.shortcuts import Attribute, Lookup
+from gateway.domain.bounded import Figures
 
 __all__ = ["REUSABLE", "Completed", "Kept", "mark_reusable"]
 
@@ -95,6 +96,8 @@ class Kept:
     count and in the answer bytes they hold (an object without a budget to measure it
     by counts as one byte)."""
 
+    name = "completed objects"
+
     def __init__(self, max_kept: int = MAX_KEPT, max_bytes: int = MAX_BYTES) -> None:
         self.max_kept = max_kept
         self.max_bytes = max_bytes
@@ -114,6 +117,9 @@ class Kept:
 
     def __len__(self) -> int:
         return len(self._kept)
+
+    def figures(self) -> Figures:
+        return Figures(len(self._kept), self.bytes, self.hits, self.evictions)
 
     def get(self, key: tuple[int, ...]) -> Completed | None:
         found = self._kept.get(key)

@@ -183,7 +183,9 @@ class Query:
     ) -> Connection[Hypervisor]:
         context = info.context
         warn_unknown_resources(context, [*fitting(filter), order_by.resource if order_by else None])
-        hosts, keys = ordered(apply_filter(context.snapshot, filter, context.catalog), order_by)
+        hosts, keys = ordered(
+            apply_filter(context.views, context.snapshot, filter, context.catalog), order_by
+        )
         return paginate(
             hosts,
             keys,
@@ -248,7 +250,7 @@ class Query:
         context = info.context
         warn_unknown_resources(context, fitting(filter))
         return fleet_groups(  # type: ignore[return-value]
-            context.snapshot, filter, group_by, context.ledger, context.catalog
+            context.views, context.snapshot, filter, group_by, context.ledger, context.catalog
         )
 
     @strawberry.field(

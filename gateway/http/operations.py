@@ -35,7 +35,7 @@ from graphql.validation.validate import ValidationAbortedError
 from graphql.validation.validation_context import MAX_FRAGMENT_WORK
 
 from gateway.api.codes import Code, coded
-from gateway.api.cost import Profile, estimate
+from gateway.api.cost import Profile, Profiles, estimate
 from gateway.api.limits import LimitError, Limits, check_document
 from gateway.api.rules import argument_rules, check_with_variables
 from gateway.api.validation import specified
@@ -109,6 +109,7 @@ class Operations:
         self.parse = functools.lru_cache(maxsize=cache_size)(self._parse)
         self.validate = functools.lru_cache(maxsize=cache_size)(self._validate)
         self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
+        self._profiles = Profiles()
 
     def prepare(self, method: str, payload: bytes) -> PreparedOperation:
         """What the request decides; remembered unless its payload is large."""
@@ -186,7 +187,7 @@ class Operations:
         Kept with the request for as long as the fleet's profile is the same.
         """
         params = prepared.params
-        profile = Profile.of(snapshot)
+        profile = self._profiles.of(snapshot)
         known = prepared.cost
         if known is not None and known[0] is profile:
             cost = known[1]
