@@ -497,23 +497,27 @@ async def test_websocket_origins_are_an_allow_list() -> None:
                 assert json.loads(await ws.recv())["type"] == "connection_ack"
 
 
-async def test_live_totals_kept_per_snapshot_are_bounded() -> None:
+async def test_live_totals_kept_are_bounded() -> None:
     """A quiet fleet keeps one snapshot for long: subscribers asking ever new filters
-    of it must not make its kept totals grow without end."""
+    of it must not make the kept totals grow without end."""
     from gateway.api import subscriptions
     from gateway.api.enums import FleetGrouping
     from gateway.api.filters import HypervisorFilter
+    from gateway.api.memos import MAX_TOTALS, Totals
 
     store = Store()
     store.replace(fleet.objects())
-    snapshot = store.snapshot
-    for n in range(subscriptions.MAX_TOTALS + 10):
+    totals = Totals()
+    for n in range(MAX_TOTALS + 10):
         groups = await subscriptions.shared_groups(
             store.views,
-            snapshot,
+            totals,
+            store.snapshot,
             HypervisorFilter(names=[f"node-{n}"]),
             FleetGrouping.NONE,
             NO_CATALOG,
         )
         assert groups[0].hypervisor_count == 0
-    assert len(subscriptions._totals[snapshot]) == subscriptions.MAX_TOTALS
+    figures = totals.figures()
+    assert figures.entries == MAX_TOTALS and figures.evictions == 10
+    assert 0 < figures.bytes <= totals.max_bytes

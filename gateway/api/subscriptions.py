@@ -3,8 +3,6 @@ evictions."""
 
 import asyncio
 import dataclasses
-import weakref
-from asyncio import Future
 from collections.abc import AsyncGenerator, Callable
 from enum import Enum
 from typing import Annotated, TypeVar
@@ -17,6 +15,7 @@ from gateway.api.context import Context
 from gateway.api.enums import FleetGrouping
 from gateway.api.evictions import Eviction, EvictionFilter, available, compile_eviction_filter
 from gateway.api.filters import HypervisorFilter, Predicate, compile_filter
+from gateway.api.memos import Totals
 from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor
 from gateway.api.recent import Recent
 from gateway.api.totals import FleetGroup, fleet_groups
@@ -149,8 +148,9 @@ class Subscription:
     ) -> AsyncGenerator[list[FleetGroup], None]:
         previous = None
         async for snapshot in info.context.feed.snapshots(info.context.coalesce_interval):
+            context = info.context
             groups = await shared_groups(
-                info.context.views, snapshot, filter, group_by, info.context.catalog
+                context.views, context.answers.totals, snapshot, filter, group_by, context.catalog
             )
             signature = [(g.key, g.resources) for g in groups]
             if signature != previous:
@@ -158,24 +158,16 @@ class Subscription:
                 yield groups  # type: ignore[misc]
 
 
-Totals = list[fleet.FleetGroup]
-
-#: Totals per snapshot, per (filter, grouping): gone with the snapshot.
-_totals: weakref.WeakKeyDictionary[Snapshot, dict[tuple[str, FleetGrouping], Future[Totals]]]
-_totals = weakref.WeakKeyDictionary()
-#: Totals kept per snapshot at most, the oldest asked let go first: a quiet fleet's
-#: snapshot is current for hours, asked by subscribers with ever new filters.
-MAX_TOTALS = 256
-
-
 async def shared_groups(
     views: Views,
+    totals: Totals,
     snapshot: Snapshot,
     where: HypervisorFilter | None,
     group_by: FleetGrouping,
     catalog: Catalog,
-) -> Totals:
-    """fleet_groups, computed once per snapshot, filter and grouping for every subscriber.
+) -> list[fleet.FleetGroup]:
+    """fleet_groups, computed once per snapshot, filter and grouping for every subscriber
+    (kept in ``totals``).
 
     A change wakes every fleetCapacityChanged subscriber at once; a dashboard's
     hundred viewers ask for the same totals. Kept sums are read on the event
@@ -185,9 +177,8 @@ async def shared_groups(
     half a second. A filter is an input object: its repr names every field it
     was given.
     """
-    per_snapshot = _totals.setdefault(snapshot, {})
     key = (repr(where), group_by)
-    found = per_snapshot.get(key)
+    found = totals.get(snapshot, key)
     if found is None:
         if where is None and views.keeps(snapshot, fleet.tally(group_by)):
             found = asyncio.get_running_loop().create_future()
@@ -196,9 +187,7 @@ async def shared_groups(
             found = asyncio.ensure_future(
                 asyncio.to_thread(fleet_groups, views, snapshot, where, group_by, None, catalog)
             )
-        per_snapshot[key] = found
-        if len(per_snapshot) > MAX_TOTALS:
-            del per_snapshot[next(iter(per_snapshot))]
+        totals.put(snapshot, key, found)
     return await asyncio.shield(found)  # one subscriber leaving does not cancel the others'
 
 

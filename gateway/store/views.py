@@ -70,7 +70,8 @@ class Views:
     """The views of one store's snapshots, by key and generation.
 
     Thread-safe: questions ask from worker threads and from the event loop; the
-    store publishes from the loop. Passes run outside the lock, carrying inside.
+    store publishes from the loop. A pass, and carrying what it made to the current
+    snapshot, run outside the lock: the store never waits for them to publish.
     """
 
     name = "views"
