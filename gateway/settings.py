@@ -72,10 +72,13 @@ class Settings:
         """The bytes every cache and memo may take in all, with ``parse_memos`` memos of
         parsed parts: what one client's queries can grow the gateway's memory by."""
         cached = self.cache_bytes if self.cache == "memory" else 0
-        answers = self.completed_bytes + 2 * self.event_bytes
+        answers = self.completed_bytes + ANSWER_EVENT_MEMOS * self.event_bytes
         parsing = parse_memos * self.parse_memo_bytes
         return self.views_bytes + answers + parsing + cached + self.persisted_bytes
 
+
+#: The memos each given --event-bytes: subscription results, payloads and totals.
+ANSWER_EVENT_MEMOS = 3
 
 _OPTIONS: list[tuple[str, str, type, str]] = [
     ("host", "GATEWAY_HOST", str, "address to bind (default 127.0.0.1)"),
@@ -151,8 +154,8 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "event_bytes",
         "GATEWAY_EVENT_BYTES",
         int,
-        "bytes of subscription results shared by subscribers, and again of their "
-        "payloads (default 8388608: 8 MiB)",
+        "bytes of each of: subscription results shared by subscribers, their payloads, "
+        "and the totals they share (default 8388608: 8 MiB)",
     ),
     (
         "parse_memo_bytes",

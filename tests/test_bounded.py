@@ -66,3 +66,15 @@ async def test_distinct_large_queries_keep_every_memo_within_its_budget(cache: s
         assert used["completed objects"] > 1 << 20  # filled, not idle
         assert reported(found, "memo_evictions_total")["completed objects"] > 0
         assert found[(P + "snapshots_live", frozenset())] >= 1
+
+
+async def test_serve_help_states_the_sum_of_every_budget_the_app_reports() -> None:
+    from gateway.cli import PARSING
+    from gateway.settings import Settings
+
+    settings = Settings()
+    cache = ResponseCache(BoundedMemoryCache(max_bytes=settings.cache_bytes))
+    async with gateway([], cache=cache) as gw:
+        budgets = reported(await gw.scrape(), "memo_budget_bytes")
+    outside = settings.cache_bytes + settings.persisted_bytes  # their own bounds, reported apart
+    assert settings.memory_budget(len(list(PARSING))) == sum(budgets.values()) + outside

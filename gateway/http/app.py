@@ -57,7 +57,8 @@ class Budgets:
     views: int = VIEWS_BYTES
     #: Completed objects kept for the next answer (gateway.api.reuse).
     completed: int = COMPLETED_BYTES
-    #: Subscription events' results, and again their payloads (gateway.api.recent).
+    #: Each of: subscription events' results, their payloads, the totals subscribers
+    #: share (gateway.api.memos).
     events: int = EVENT_BYTES
     #: Each parse memo of the process (gateway.domain.memo).
     parse_memo: int = memo.BUDGET
