@@ -5,7 +5,7 @@ precomputed records in it; none of them talks to Kubernetes or the file system.
 """
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Annotated
 
@@ -422,9 +422,34 @@ DIRECT_LOOKUPS = (
 )
 #: Subscription documents whose parse and validation are kept (as the HTTP side keeps its).
 DOCUMENTS = 1024
+#: Longest document kept: the caches count entries, so each must be small (a document
+#: of the body limit's megabyte took three times that once parsed).
+KEPT_DOCUMENT_BYTES = 8192
 #: Types whose objects are store records (or a ledger's totals), immutable and shared
 #: by every answer.
 REUSABLE_TYPES = ("Hypervisor", "FleetGroup")
+
+
+class _ShortParserCache(ParserCache):
+    """Strawberry's parser cache, for documents of at most :data:`KEPT_DOCUMENT_BYTES`;
+    Strawberry parses a longer one itself."""
+
+    def on_parse(self) -> Iterator[None]:
+        if len(self.execution_context.query or "") > KEPT_DOCUMENT_BYTES:
+            yield
+        else:
+            yield from super().on_parse()
+
+
+class _ShortValidationCache(ValidationCache):
+    """Strawberry's validation cache (keyed by the document, which it keeps), for
+    documents of at most :data:`KEPT_DOCUMENT_BYTES`; a longer one is validated alone."""
+
+    def on_validate(self) -> Iterator[None]:
+        if len(self.execution_context.query or "") > KEPT_DOCUMENT_BYTES:
+            yield
+        else:
+            yield from super().on_validate()
 
 
 def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
@@ -445,8 +470,8 @@ def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
         config=StrawberryConfig(scalar_map=SCALARS),
         execution_context_class=Executor if shortcuts else None,
         extensions=[
-            lambda: ParserCache(maxsize=DOCUMENTS),
-            lambda: ValidationCache(maxsize=DOCUMENTS),
+            lambda: _ShortParserCache(maxsize=DOCUMENTS),
+            lambda: _ShortValidationCache(maxsize=DOCUMENTS),
         ],
     )
     if shortcuts:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from graphql import (
     ASTValidationRule,
@@ -51,6 +51,8 @@ MEMO_PAYLOAD_BYTES = 8192
 #: Validation errors reported before validation stops (graphql-core's default).
 MAX_VALIDATION_ERRORS = 100
 
+_R = TypeVar("_R")
+
 
 @dataclasses.dataclass(slots=True, eq=False)
 class PreparedOperation:
@@ -81,6 +83,18 @@ class PreparedOperation:
         return self._digest
 
 
+def _short_kept(entries: int, work: Callable[[str], _R]) -> Callable[[str], _R]:
+    """``work`` remembered for the last ``entries`` queries of at most
+    :data:`MEMO_PAYLOAD_BYTES`: the entries are counted, so each must be small (a
+    longer query, up to the body limit, kept a document of three times its size)."""
+    remembered = functools.lru_cache(maxsize=entries)(work)
+
+    def kept(query: str) -> _R:
+        return remembered(query) if len(query) <= MEMO_PAYLOAD_BYTES else work(query)
+
+    return kept
+
+
 class Operations:
     """Parses, checks and validates the requests of one schema, remembering the results.
 
@@ -106,8 +120,8 @@ class Operations:
         self.uncacheable = uncacheable
         #: Documents named by hash; a request so resolved is remembered with its payload.
         self.persisted = persisted or PersistedQueries()
-        self.parse = functools.lru_cache(maxsize=cache_size)(self._parse)
-        self.validate = functools.lru_cache(maxsize=cache_size)(self._validate)
+        self.parse = _short_kept(cache_size, self._parse)
+        self.validate = _short_kept(cache_size, self._validate)
         self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
         self._profiles = Profiles()
 
