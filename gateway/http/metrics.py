@@ -271,7 +271,8 @@ def _completed(answers: Answers) -> Iterator[Metric]:
     yield _gauge("completed_objects", "Completed objects kept for reuse.", len(kept))
     yield _gauge(
         "completed_objects_bytes",
-        f"Answer bytes of the completed objects kept (at most {kept.max_bytes}).",
+        "Answer bytes of the completed objects kept, and of the operations they hold "
+        f"(at most {kept.max_bytes}).",
         kept.bytes,
     )
     yield _counter(
