@@ -177,15 +177,16 @@ class SharedStrings:
         self.max_bytes = max_bytes
         self.strings: dict[str, str] = {}
         self.evictions = 0
-        self._check_at = min(self.CHECK_EVERY, max_entries)
+        self._check_at = self.CHECK_EVERY
 
     def bound(self) -> None:
         """Let the strings go once there are too many, or they take too much."""
-        if len(self.strings) >= self._check_at:
-            if len(self.strings) >= self.max_entries or self._bytes() > self.max_bytes:
-                self.evictions += len(self.strings)
+        count = len(self.strings)
+        if count >= self._check_at or count >= self.max_entries:
+            if count >= self.max_entries or self._bytes() > self.max_bytes:
+                self.evictions += count
                 self.strings.clear()
-            self._check_at = min(len(self.strings) + self.CHECK_EVERY, self.max_entries)
+            self._check_at = len(self.strings) + self.CHECK_EVERY
 
     def figures(self) -> Figures:
         return Figures(len(self.strings), self._bytes(), 0, self.evictions)
