@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from gateway import __version__
 from gateway.api.limits import Limits
 from gateway.domain.flavors import NO_CATALOG, Catalog, load_catalog
+from gateway.domain.memo import PARSING
 from gateway.http.auth import AllowAll, Authorizer, KubernetesAuthorizer
 from gateway.http.cache import BoundedMemoryCache, ResponseCache, redis_backend
 from gateway.http.hosts import parse_allowed_hosts
@@ -42,7 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=__version__)
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve the GraphQL API")
+    serve = commands.add_parser(
+        "serve",
+        help="serve the GraphQL API",
+        description="Serve the GraphQL API. "
+        + _memory(Settings(), "with the defaults; each flag below named -bytes sets one part"),
+    )
     add_arguments(serve)
     export = commands.add_parser("export-schema", help="print the schema (SDL)")
     export.add_argument("--output", "-o", help="write to this file instead of stdout")
@@ -62,8 +68,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (StartupError, ValueError, OSError) as error:
         print(f"hypervisor-gateway: {error}", file=sys.stderr)
         return 2
+    log.info("%s", _memory(settings, "as configured"))
     _serve(settings, source, cache, authorizer, metrics, catalog, persisted)
     return 0
+
+
+def _memory(settings: Settings, how: str) -> str:
+    """What caches and memos may take in all: the sum of their byte budgets."""
+    total = settings.memory_budget(len(list(PARSING)))
+    return f"Memory for caches and memos: at most {total / 2**20:.0f} MiB in all, {how}."
 
 
 def build_source(settings: Settings) -> Source:
@@ -225,8 +238,8 @@ def _serve(
     catalog: Catalog,
     persisted: PersistedQueries,
 ) -> None:
-    from gateway.http.app import create_app
-    from gateway.http.serve import serve
+    from gateway.http.app import Budgets, create_app
+    from gateway.http.graceful import serve
     from gateway.http.tracing import Tracing
 
     app = create_app(
@@ -252,6 +265,12 @@ def _serve(
         catalog=catalog,
         tracing=Tracing(settings.otlp_endpoint) if settings.otlp_endpoint else None,
         persisted=persisted,
+        budgets=Budgets(
+            views=settings.views_bytes,
+            completed=settings.completed_bytes,
+            events=settings.event_bytes,
+            parse_memo=settings.parse_memo_bytes,
+        ),
     )
     log.info(
         "serving %s source on http://%s:%d/graphql", settings.source, settings.host, settings.port

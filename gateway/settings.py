@@ -38,6 +38,10 @@ class Settings:
     cache_ttl: int = 300
     persisted_entries: int = 10_000
     persisted_bytes: int = 16 * 1024 * 1024
+    views_bytes: int = 128 * 1024 * 1024
+    completed_bytes: int = 32 * 1024 * 1024
+    event_bytes: int = 8 * 1024 * 1024
+    parse_memo_bytes: int = 16 * 1024 * 1024
     trusted_documents: str | None = None
     coalesce_interval: float = 1.0
     auth: str | None = None
@@ -64,6 +68,17 @@ class Settings:
         """kubernetes or none; by default kubernetes exactly when serving a cluster."""
         return self.auth or ("kubernetes" if self.source == "kubernetes" else "none")
 
+    def memory_budget(self, parse_memos: int) -> int:
+        """The bytes every cache and memo may take in all, with ``parse_memos`` memos of
+        parsed parts: what one client's queries can grow the gateway's memory by."""
+        cached = self.cache_bytes if self.cache == "memory" else 0
+        answers = self.completed_bytes + ANSWER_EVENT_MEMOS * self.event_bytes
+        parsing = parse_memos * self.parse_memo_bytes
+        return self.views_bytes + answers + parsing + cached + self.persisted_bytes
+
+
+#: The memos each given --event-bytes: subscription results, payloads and totals.
+ANSWER_EVENT_MEMOS = 3
 
 _OPTIONS: list[tuple[str, str, type, str]] = [
     ("host", "GATEWAY_HOST", str, "address to bind (default 127.0.0.1)"),
@@ -121,6 +136,32 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_PERSISTED_BYTES",
         int,
         "bytes of registered documents kept (default 16777216: 16 MiB)",
+    ),
+    (
+        "views_bytes",
+        "GATEWAY_VIEWS_BYTES",
+        int,
+        "bytes of fleet views kept and carried per change: totals, filters' hosts, the "
+        "consumer index (default 134217728: 128 MiB)",
+    ),
+    (
+        "completed_bytes",
+        "GATEWAY_COMPLETED_BYTES",
+        int,
+        "answer bytes of completed objects kept for reuse (default 33554432: 32 MiB)",
+    ),
+    (
+        "event_bytes",
+        "GATEWAY_EVENT_BYTES",
+        int,
+        "bytes of each of: subscription results shared by subscribers, their payloads, "
+        "and the totals they share (default 8388608: 8 MiB)",
+    ),
+    (
+        "parse_memo_bytes",
+        "GATEWAY_PARSE_MEMO_BYTES",
+        int,
+        "bytes each memo of parsed parts may take (default 16777216: 16 MiB)",
     ),
     (
         "trusted_documents",

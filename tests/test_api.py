@@ -214,7 +214,7 @@ async def test_consumers_answer_after_changes_as_on_a_fresh_store() -> None:
         for changed in [node_c, node_b, node_a, added]:
             changed["metadata"]["resourceVersion"] = "2"
             store.upsert(changed)
-        assert store.snapshot.indexes_consumers()  # carried, not indexed again
+        assert store.views.indexes_consumers(store.snapshot)  # carried, not indexed again
         after = await query(client, CONSUMERS, u=fleet.C1)
     async with serve([*objects, added]) as (client, _):
         assert await query(client, CONSUMERS, u=fleet.C1) == after

@@ -55,8 +55,8 @@ def test_totals_add_every_booking_exactly() -> None:
 def test_the_strings_bookings_share_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Projects and users are shared without a call per booking; host after host of
     new ones (months of churn) still keeps no more than the limit and one host's."""
-    monkeypatch.setattr(lenient, "_SHARED_LIMIT", 10)
-    lenient._STRINGS.clear()  # only sharing is lost: the next strings are shared again
+    monkeypatch.setattr(lenient.STRINGS, "max_entries", 10)
+    lenient.STRINGS.strings.clear()  # only sharing is lost: the next strings are shared again
     per_host = 4
     for host in range(20):
         entries = [
@@ -66,4 +66,4 @@ def test_the_strings_bookings_share_stay_bounded(monkeypatch: pytest.MonkeyPatch
             for i in range(host * per_host, (host + 1) * per_host)
         ]
         parse_bookings(Reader(), entries, f"node-{host}")
-    assert len(lenient._STRINGS) <= 10 + 3 * per_host
+    assert len(lenient.STRINGS.strings) <= 10 + 3 * per_host

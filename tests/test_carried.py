@@ -9,9 +9,8 @@ from collections.abc import Iterable
 
 import pytest
 
-from gateway.domain.ledger import Journal
 from gateway.domain.records import Hypervisor
-from gateway.store.carried import Making
+from gateway.store.carried import Journal, Making
 from tests.support import eventually
 
 

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.domain.records import ConsumerBooking
-from gateway.store import consumers
 from gateway.store.consumers import REORDER_ABOVE, SHARDS, ConsumerIndex
 from gateway.store.snapshot import Snapshot
 from gateway.store.store import Store
+from gateway.store.views import Views
 from tests.objects import consumer, hypervisor, uuid_of
 
 HOSTS = ["a", "b", "c", "d", "e"]
@@ -40,12 +40,12 @@ def hosts_of(index: ConsumerIndex) -> dict[str, tuple[str, ...]]:
     return {uuid: index.hosts(uuid) for shard in index._hosts.shards() for uuid in shard}
 
 
-def assert_reads_as_fresh(snapshot: Snapshot) -> None:
+def assert_reads_as_fresh(store: Store, snapshot: Snapshot) -> None:
     expected = fresh(snapshot)
-    index = snapshot.by_consumer
+    index = store.views.consumers(snapshot)
     assert list(index) == list(expected) and len(index) == len(expected)
     assert dict(index.items()) == expected and dict(index.each()) == expected
-    rebuilt = ConsumerIndex.of(snapshot.ordered, 0)
+    rebuilt = ConsumerIndex.of(snapshot.ordered)
     assert hosts_of(index.index) == hosts_of(rebuilt)
     assert list(index.index.order()) == list(expected)
     assert ABSENT not in index and index.get(ABSENT) is None
@@ -72,7 +72,7 @@ def test_carried_through_any_changes_it_reads_as_one_built_afresh(
     after all changes, read as they were."""
     store = Store()
     store.replace([host("a", [1, 2]), host("b", [2, 3]), host("c", [])])
-    assert_reads_as_fresh(store.snapshot)
+    assert_reads_as_fresh(store, store.snapshot)
     held = [store.snapshot]
     booked: dict[str, list[int]] = {"a": [1, 2], "b": [2, 3], "c": []}
     for (name, uuids, cpu), ask in zip(steps, asked, strict=False):
@@ -83,32 +83,32 @@ def test_carried_through_any_changes_it_reads_as_one_built_afresh(
             uuids = booked.get(name, uuids) if cpu == 3 else uuids  # 3: a status patch
             store.upsert(host(name, uuids, cpu))
             booked[name] = uuids
-        assert store.snapshot.indexes_consumers()  # carried, not built again
+        assert store.views.indexes_consumers(store.snapshot)  # carried, not built again
         if ask:
-            assert_reads_as_fresh(store.snapshot)
+            assert_reads_as_fresh(store, store.snapshot)
         held.append(store.snapshot)
     for snapshot in reversed(held):
-        assert_reads_as_fresh(snapshot)
+        assert_reads_as_fresh(store, snapshot)
 
 
 def test_a_status_patch_leaves_the_index_as_it_was() -> None:
     store = Store()
     store.replace([host(f"node{i:03d}", range(10 * i, 10 * i + 10)) for i in range(50)])
-    before = store.snapshot.by_consumer.index
+    before = store.views.consumers(store.snapshot).index
     store.upsert(host("node007", range(70, 80), cpu=16))  # a new record, the same bookings
-    after = store.snapshot.by_consumer.index
+    after = store.views.consumers(store.snapshot).index
     assert after is before
     assert all(a is b for a, b in zip(before._hosts.shards(), after._hosts.shards(), strict=True))
-    [booking] = store.snapshot.by_consumer[uuid_of(75)]
+    [booking] = store.views.consumers(store.snapshot)[uuid_of(75)]
     assert booking.hypervisor == "node007"
 
 
 def test_a_new_booking_copies_the_one_shard_of_its_consumer() -> None:
     store = Store()
     store.replace([host(f"node{i:03d}", range(10 * i, 10 * i + 10)) for i in range(50)])
-    before = store.snapshot.by_consumer.index
+    before = store.views.consumers(store.snapshot).index
     store.upsert(host("node007", [*range(70, 80), 1000]))
-    after = store.snapshot.by_consumer.index
+    after = store.views.consumers(store.snapshot).index
     pairs = list(zip(before._hosts.shards(), after._hosts.shards(), strict=True))
     assert len(pairs) == SHARDS and sum(a is not b for a, b in pairs) == 1
     assert after.hosts(uuid_of(1000)) == ("node007",) and before.hosts(uuid_of(1000)) == ()
@@ -117,87 +117,83 @@ def test_a_new_booking_copies_the_one_shard_of_its_consumer() -> None:
 def test_a_live_migration_keeps_both_hosts_in_name_order() -> None:
     store = Store()
     store.replace([host("target", []), host("source", [1]), host("other", [2])])
-    index = store.snapshot.by_consumer
+    index = store.views.consumers(store.snapshot)
     store.upsert(host("target", [1]))  # booked on the target too: migrating
-    migrating = store.snapshot.by_consumer
+    migrating = store.views.consumers(store.snapshot)
     assert migrating.hosts(uuid_of(1)) == ("source", "target")
     assert [b.hypervisor for b in migrating[uuid_of(1)]] == ["source", "target"]
     store.upsert(host("source", []))  # done
-    assert store.snapshot.by_consumer.hosts(uuid_of(1)) == ("target",)
+    assert store.views.consumers(store.snapshot).hosts(uuid_of(1)) == ("target",)
     assert index.hosts(uuid_of(1)) == ("source",)  # an old snapshot's index never changes
 
 
 def test_a_consumer_booked_twice_on_one_host_names_it_once() -> None:
     store = Store()
     store.replace([host("a", [1, 1]), host("b", [])])
-    assert store.snapshot.by_consumer.hosts(uuid_of(1)) == ("a",)
+    assert store.views.consumers(store.snapshot).hosts(uuid_of(1)) == ("a",)
     store.upsert(host("b", [1]))
-    index = store.snapshot.by_consumer
+    index = store.views.consumers(store.snapshot)
     assert index.hosts(uuid_of(1)) == ("a", "b")
     assert [b.hypervisor for b in index[uuid_of(1)]] == ["a", "a", "b"]
-    assert_reads_as_fresh(store.snapshot)
+    assert_reads_as_fresh(store, store.snapshot)
 
 
 def test_nothing_is_indexed_until_a_question_asks() -> None:
     store = Store()
     store.replace([host("a", [1])])
     store.upsert(host("b", [2]))
-    assert not store.snapshot.indexes_consumers()
-    assert list(store.snapshot.by_consumer) == [uuid_of(1), uuid_of(2)]
-    assert store.snapshot.indexes_consumers()
+    assert not store.views.indexes_consumers(store.snapshot)
+    assert list(store.views.consumers(store.snapshot)) == [uuid_of(1), uuid_of(2)]
+    assert store.views.indexes_consumers(store.snapshot)
 
 
 def test_a_big_batch_of_changes_is_indexed_again_when_asked() -> None:
     store = Store()
     store.replace([host(f"node{i:03d}", [i]) for i in range(300)])
-    assert len(store.snapshot.by_consumer) == 300
+    assert len(store.views.consumers(store.snapshot)) == 300
     store.replace([host(f"node{i:03d}", [i + 1]) for i in range(300)])  # 300 changes
-    assert not store.snapshot.indexes_consumers()
-    assert_reads_as_fresh(store.snapshot)
+    assert not store.views.indexes_consumers(store.snapshot)
+    assert_reads_as_fresh(store, store.snapshot)
 
 
-def test_carried_unasked_through_some_changes_per_host_then_dropped(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(consumers, "KEEP_UNASKED", 3)
-    monkeypatch.setattr(consumers, "UNASKED_PER_HOST", 1)
-    store = Store()
+def test_carried_unasked_through_some_changes_per_host_then_dropped() -> None:
+    store = Store(Views(keep_unasked=3, unasked_per_host=1))
     store.replace([host(name, [i]) for i, name in enumerate(HOSTS)])  # 5 hosts
-    assert store.snapshot.by_consumer  # asked at generation 1
+    assert store.views.consumers(store.snapshot)  # asked at generation 1
     for cpu in range(1, 6):
         store.upsert(host("a", [0], cpu=cpu))
-    assert store.snapshot.indexes_consumers()  # 5 changes: carried
+    assert store.views.indexes_consumers(store.snapshot)  # 5 changes: carried
     store.upsert(host("a", [0], cpu=6))
-    assert not store.snapshot.indexes_consumers()  # the 6th: dropped
-    assert store.snapshot.by_consumer  # asked again: indexed anew, and carried from here
+    assert not store.views.indexes_consumers(store.snapshot)  # the 6th: dropped
+    assert store.views.consumers(store.snapshot)  # asked again: indexed anew, and carried from here
     for cpu in range(10, 15):
         store.upsert(host("a", [0], cpu=cpu))
-    assert store.snapshot.indexes_consumers()
+    assert store.views.indexes_consumers(store.snapshot)
 
 
 def test_the_order_is_found_from_the_last_one_and_the_changes_since() -> None:
     store = Store()
     store.replace([host(f"node{i:03d}", range(10 * i, 10 * i + 10)) for i in range(50)])
-    assert not store.snapshot.indexes_consumers(ordered=True)
-    first = store.snapshot.by_consumer.uuids
+    assert not store.views.indexes_consumers(store.snapshot, ordered=True)
+    first = store.views.consumers(store.snapshot).uuids
     assert list(first) == sorted(uuid_of(n) for n in range(500))
     store.upsert(host("node001", [*range(10, 19), 1000]))  # one consumer gone, one new
-    assert store.snapshot.indexes_consumers(ordered=True)
-    second = store.snapshot.by_consumer.uuids
+    assert store.views.indexes_consumers(store.snapshot, ordered=True)
+    second = store.views.consumers(store.snapshot).uuids
     assert list(second) == sorted(uuid_of(n) for n in [*range(500), 1000] if n != 19)
     assert list(first) == sorted(uuid_of(n) for n in range(500))  # the old order stays
     for i in range(50, 50 + 2 * REORDER_ABOVE):  # new consumers in most shards
         store.upsert(host(f"node{i:03d}", range(10 * i, 10 * i + 10)))
-    assert not store.snapshot.indexes_consumers(ordered=True)  # a pass over them again
-    assert_reads_as_fresh(store.snapshot)
+    assert not store.views.indexes_consumers(store.snapshot, ordered=True)  # a pass over them again
+    assert_reads_as_fresh(store, store.snapshot)
 
 
 def test_a_status_patch_keeps_the_order_at_hand() -> None:
     store = Store()
     store.replace([host("a", [1, 2]), host("b", [3])])
-    order = store.snapshot.by_consumer.uuids
+    order = store.views.consumers(store.snapshot).uuids
     store.upsert(host("a", [1, 2], cpu=16))
-    assert store.snapshot.by_consumer.uuids is order
+    assert store.views.consumers(store.snapshot).uuids is order
 
 
 def paused(
@@ -228,14 +224,14 @@ def test_a_change_while_a_thread_indexes_an_older_snapshot_is_not_lost(
     store.upsert(host("c", [3]))  # before the question: brought forward by the journal
     wrapper, reached, go = paused(getattr(ConsumerIndex, where))
     monkeypatch.setattr(ConsumerIndex, where, staticmethod(wrapper) if where == "of" else wrapper)
-    worker = threading.Thread(target=lambda: held.by_consumer)
+    worker = threading.Thread(target=lambda: store.views.consumers(held))
     worker.start()
     assert reached.wait(10)
     store.upsert(host("a", [1, 4]))  # while the worker indexes, or brings forward
     go.set()
     worker.join(10)
     assert not worker.is_alive()
-    assert store.snapshot.indexes_consumers()
-    assert store.snapshot.by_consumer.hosts(uuid_of(4)) == ("a",)
-    assert_reads_as_fresh(store.snapshot)
-    assert list(held.by_consumer) == [uuid_of(1), uuid_of(2)]
+    assert store.views.indexes_consumers(store.snapshot)
+    assert store.views.consumers(store.snapshot).hosts(uuid_of(4)) == ("a",)
+    assert_reads_as_fresh(store, store.snapshot)
+    assert list(store.views.consumers(held)) == [uuid_of(1), uuid_of(2)]

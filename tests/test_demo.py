@@ -24,6 +24,7 @@ from gateway.sources.demo.render import HANA_TRAIT
 from gateway.sources.demo.source import DemoSource, generate, generate_fleet
 from gateway.store.snapshot import Snapshot
 from gateway.store.store import Store
+from gateway.store.views import Views
 from tests.objects import reference_dir
 from tests.support import eventually
 
@@ -328,7 +329,7 @@ def test_bookings_and_consumers(snapshot: Snapshot) -> None:
     tracked = [h for h in snapshot.ordered if h.bookings_tracked]
     assert all(r.name == "nova-reserved" for h in tracked for r in h.reservations)
     assert sum(1 for h in tracked if h.reservations) == len(tracked)
-    assert len(snapshot.by_consumer) >= 2000
+    assert len(Views().consumers(snapshot)) >= 2000
     consumers = [c for h in tracked for c in h.consumers]
     assert {c.consumer_type for c in consumers} == {"INSTANCE", "MIGRATION"}
     assert all(re.fullmatch(r"[0-9a-f]{32}", c.project_id or "") for c in consumers)
@@ -345,7 +346,9 @@ def test_bookings_and_consumers(snapshot: Snapshot) -> None:
 
 def test_the_awkward_cases_are_all_there(snapshot: Snapshot) -> None:
     hosts = snapshot.ordered
-    migrating = [u for u, b in snapshot.by_consumer.items() if len({x.hypervisor for x in b}) > 1]
+    migrating = [
+        u for u, b in Views().consumers(snapshot).items() if len({x.hypervisor for x in b}) > 1
+    ]
     assert len(migrating) >= 2
     assert sum(1 for h in hosts for c in h.consumers if c.consumer_type == "MIGRATION") >= 2
     assert 2 <= sum(not h.has_status for h in hosts) <= 10
@@ -577,7 +580,7 @@ def test_the_flag_refuses_a_share_outside_0_to_1(capsys: pytest.CaptureFixture[s
 
 def test_the_readme_consumer_migrates_between_two_tracked_hosts(snapshot: Snapshot) -> None:
     assert EXAMPLE_CONSUMER in (ROOT / "README.md").read_text()
-    bookings = snapshot.by_consumer[EXAMPLE_CONSUMER]
+    bookings = Views().consumers(snapshot)[EXAMPLE_CONSUMER]
     assert len({b.hypervisor for b in bookings}) == 2
     assert all(snapshot.by_name[b.hypervisor].bookings_tracked for b in bookings)
 

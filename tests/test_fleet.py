@@ -226,11 +226,11 @@ def test_totals_of_groups_a_change_did_not_touch_are_the_same_objects() -> None:
     store = Store()
     store.replace(objects)
     tally = fleet.tally(fleet.Grouping.ZONE)
-    before = fleet.fleet_groups(store.snapshot.ledger(tally), fleet.Grouping.ZONE)
+    before = fleet.fleet_groups(store.views.ledger(store.snapshot, tally), fleet.Grouping.ZONE)
     changed = dict(objects[0], metadata={**objects[0]["metadata"], "resourceVersion": "x"})
     changed["status"] = {**changed.get("status", {}), "capacity": {"cpu": "999"}}
     store.upsert(changed)
-    after = fleet.fleet_groups(store.snapshot.ledger(tally), fleet.Grouping.ZONE)
+    after = fleet.fleet_groups(store.views.ledger(store.snapshot, tally), fleet.Grouping.ZONE)
     zone = store.snapshot.by_name[objects[0]["metadata"]["name"]].zone
     assert len(before) == len(after) > 1
     for old, new in zip(before, after, strict=True):

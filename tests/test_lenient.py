@@ -9,8 +9,9 @@ from gateway.domain.lenient import shared_string
 
 
 def test_shared_strings_are_one_copy_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lenient, "_SHARED_LIMIT", 10)
-    monkeypatch.setattr(lenient, "_STRINGS", strings := {})
+    shared = lenient.SharedStrings(max_entries=10)
+    strings = shared.strings
+    monkeypatch.setattr(lenient, "STRINGS", shared)
     monkeypatch.setattr(lenient, "share", strings.setdefault)
     first = shared_string("".join(["project-", "1"]))
     assert shared_string("".join(["project-", "1"])) is first
@@ -19,3 +20,13 @@ def test_shared_strings_are_one_copy_and_bounded(monkeypatch: pytest.MonkeyPatch
     assert len(strings) <= 10
     new = shared_string("".join(["project-", "2"]))  # a project created meanwhile
     assert shared_string("".join(["project-", "2"])) is new
+
+
+def test_shared_strings_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = lenient.SharedStrings(max_bytes=100 * 1024)
+    monkeypatch.setattr(lenient, "STRINGS", shared)
+    monkeypatch.setattr(lenient, "share", shared.strings.setdefault)
+    for i in range(10 * shared.CHECK_EVERY):
+        shared_string(f"project-{i:080d}")
+        assert shared.figures().bytes <= 100 * 1024 + shared.CHECK_EVERY * 140
+    assert shared.figures().evictions > 0

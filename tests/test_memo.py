@@ -15,7 +15,7 @@ from tests.objects import hypervisor
 
 
 def test_an_entry_is_kept_once_asked_for_and_a_lone_one_is_forgotten() -> None:
-    m: Memo[str, int] = Memo()
+    m: Memo[str, int] = Memo("test")
     m.add("common", 1)
     assert m.get("common") == 1  # the second sighting: kept for good
     m.add("lone", 2)
@@ -26,7 +26,7 @@ def test_an_entry_is_kept_once_asked_for_and_a_lone_one_is_forgotten() -> None:
 
 
 def test_share_hands_out_the_first_of_equal_values() -> None:
-    m: Memo[str, list[int]] = Memo()
+    m: Memo[str, list[int]] = Memo("test")
     first, second = [1], [1]
     assert m.share("k", first) is first
     assert m.share("k", second) is first
@@ -89,3 +89,14 @@ def test_hosts_of_one_building_block_share_their_memberships() -> None:
     assert first.domain_capabilities is second.domain_capabilities
     assert first.warnings == second.warnings
     assert any(w.startswith("spec.groups[1]") for w in second.warnings)
+
+
+def test_entries_are_kept_within_the_budget_and_reported() -> None:
+    m: Memo[str, str] = Memo("test", max_bytes=1000)
+    for i in range(100):
+        m.add(f"key-{i}", "v" * 50)
+        assert m.get(f"key-{i}") is not None  # asked twice: kept while there is room
+    figures = m.figures()
+    assert 0 < figures.entries < 100 and figures.bytes <= 1000
+    assert figures.hits == 100
+    assert m.get("key-0") is not None and m.get("key-99") is None  # the first kept stay

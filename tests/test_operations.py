@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from graphql import print_ast
 
 from gateway.api.limits import Limits
 from gateway.api.schema import LIVE_FIELDS, schema
@@ -42,6 +43,16 @@ def test_large_payloads_are_not_kept(operations: Operations) -> None:
     first = operations.prepare("POST", padded)
     again = operations.prepare("POST", padded)
     assert again is not first and again.params == first.params
+
+
+def test_long_documents_are_parsed_each_time_not_kept(operations: Operations) -> None:
+    """The parse and validation memos count entries: a document up to the body limit
+    (a long string argument) would make each entry a megabyte's."""
+    short = '{ hypervisor(name: "a") { name } }'
+    long = '{ hypervisor(name: "%s") { name } }' % ("x" * MEMO_PAYLOAD_BYTES)
+    assert operations.parse(short) is operations.parse(short)
+    assert operations.parse(long) is not operations.parse(long)
+    assert print_ast(operations.parse(long)) == print_ast(operations.parse(long))
 
 
 def test_get_reads_the_query_string(operations: Operations) -> None:

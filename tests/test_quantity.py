@@ -381,15 +381,15 @@ def test_remembered_spellings_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPat
     take no more memory than the bound, and are still parsed right past it."""
     from gateway.domain import quantity
 
-    cache: dict[str | int, Decimal] = {}
-    monkeypatch.setattr(quantity, "_CACHE", cache)
-    monkeypatch.setattr(quantity, "_CACHE_BYTES", 10_000)
-    monkeypatch.setattr(quantity, "_cached_bytes", 0)
+    remembered = quantity.Spellings(max_bytes=10_000)
+    monkeypatch.setattr(quantity, "SPELLINGS", remembered)
     spellings = [f"{n:0{MAX_LENGTH - 2}d}Gi" for n in range(200)]
     assert [parse_quantity(s) for s in spellings] == [n * 2**30 for n in range(200)]
+    cache = remembered.values
     kept = sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in cache.items())
-    assert 0 < kept <= 10_000 and quantity._cached_bytes == kept
+    assert 0 < kept <= 10_000 and remembered.figures().bytes == kept
     assert parse_quantity(spellings[0]) is cache[spellings[0]]
+    assert remembered.figures().hits == 1
 
 
 @pytest.mark.parametrize(

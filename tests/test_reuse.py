@@ -8,8 +8,9 @@ from typing import Any
 from graphql import ExecutionResult, execute, parse
 
 from gateway.api.context import Context
-from gateway.api.executor import KEPT, Executor
-from gateway.api.reuse import Completed, Kept
+from gateway.api.executor import Executor
+from gateway.api.memos import Answers
+from gateway.api.reuse import Completed, Kept, operation_bytes
 from gateway.api.schema import build_schema, schema
 from gateway.domain.flavors import load_catalog
 from gateway.sources.demo.source import generate
@@ -76,7 +77,15 @@ def test_answers_equal_a_fresh_execution() -> None:
     plain = execute(build_schema(shortcuts=False)._schema, PAGE, context_value=context(store))
     assert isinstance(plain, ExecutionResult) and plain.data is not None
     assert reused == plain.data["hypervisors"]["nodes"]
-    assert len(KEPT) >= len(reused)
+    assert len(Answers.of(store.memos).completed) >= len(reused)
+
+
+def test_each_store_keeps_the_objects_of_its_own_records() -> None:
+    store, _ = fleet()
+    other, _ = fleet()
+    run(store, PAGE)
+    assert len(Answers.of(store.memos).completed) > 0
+    assert len(Answers.of(other.memos).completed) == 0
 
 
 def test_a_selection_that_reads_beyond_the_record_is_not_kept() -> None:
@@ -111,17 +120,40 @@ def test_kept_objects_are_bounded_oldest_first() -> None:
 def test_kept_objects_are_bounded_in_bytes() -> None:
     """One client's large objects (15 MB answers of 200 hosts) cannot take the memory:
     the answer bytes held stay within the bound, the oldest going first."""
-    kept = Kept(max_kept=1000, max_bytes=200_000)
     operation = PAGE.definitions[0]
+    held = operation_bytes(operation)  # once, for every object made by the operation
+    kept = Kept(max_kept=1000, max_bytes=200_000 + held)
     for i in range(40):
         kept.put((i,), Completed(object(), operation, {}, {}, 75_000))  # type: ignore[arg-type]
-    assert (len(kept), kept.bytes, kept.evictions) == (2, 150_000, 38)
+    assert (len(kept), kept.bytes, kept.evictions) == (2, 150_000 + held, 38)
     assert kept.get((39,)) is not None and kept.get((37,)) is None
     assert kept.hits == 1
     kept.put((99,), Completed(object(), operation, {}, {}, 300_000))  # type: ignore[arg-type]
-    assert kept.get((99,)) is None and kept.bytes == 150_000  # larger than all: not kept
+    assert kept.get((99,)) is None and kept.bytes == 150_000 + held  # larger than all
     kept.put((39,), Completed(object(), operation, {}, {}, 10))  # type: ignore[arg-type]
-    assert (len(kept), kept.bytes) == (2, 75_010)
+    assert (len(kept), kept.bytes) == (2, 75_010 + held)
+
+
+def test_the_operations_kept_objects_hold_count_once_each() -> None:
+    """A query's text can make its operation larger than its answer: 20 distinct
+    operations of a long argument each, one tiny object each, stay within the bound."""
+
+    def operation(i: int, length: int) -> Any:
+        text = '{ hypervisors { nodes { name r: resource(name: "%s") { free } } } }' % (
+            f"{i:04d}" + "x" * length
+        )
+        return parse(text).definitions[0]
+
+    kept = Kept(max_bytes=2_000_000)
+    for i in range(20):
+        kept.put((i,), Completed(object(), operation(i, 1_000), {}, {}, 10))
+        assert kept.bytes <= 2_000_000
+    assert kept.evictions > 0
+    kept.put((99,), Completed(object(), operation(99, 100_000), {}, {}, 10))
+    assert kept.get((99,)) is None  # its operation alone is larger than the bound
+    while len(kept) > 0:
+        kept._release(kept._kept.pop(next(iter(kept._kept))))
+    assert kept.bytes == 0 and not kept._operations
 
 
 def test_fragments_of_the_record_are_reused_and_others_are_not() -> None:

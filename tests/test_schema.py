@@ -118,3 +118,21 @@ def test_the_changelog_check_finds_an_unlisted_change() -> None:
     changes = find_breaking_changes(released, current)
     unlisted = _unlisted(changes, "- `Query.a` is a String.")
     assert [_coordinate(d) for d in unlisted] == ["Query.b"]
+
+
+def test_documents_strawberry_keeps_are_short_ones() -> None:
+    """Its parse and validation caches count entries: a long document is parsed alone."""
+    import uuid
+
+    from strawberry.extensions.parser_cache import _get_parse_cache
+
+    from gateway.api.schema import DOCUMENTS, KEPT_DOCUMENT_BYTES
+
+    kept = _get_parse_cache(DOCUMENTS)
+    before = kept.cache_info().currsize
+    long = "{ __typename }" + " " * KEPT_DOCUMENT_BYTES
+    assert schema.execute_sync(long).data == {"__typename": "Query"}
+    assert kept.cache_info().currsize == before
+    short = f"{{ __typename }} # {uuid.uuid4()}"
+    assert schema.execute_sync(short).data == {"__typename": "Query"}
+    assert kept.cache_info().currsize == min(before + 1, DOCUMENTS)

@@ -8,8 +8,9 @@ from typing import Any
 
 from gateway.domain.records import Hypervisor
 from gateway.sources.demo.source import generate
-from gateway.store.selections import KEEP_UNUSED, MAX_HELD, Selection
+from gateway.store.selections import Selection
 from gateway.store.store import Store
+from gateway.store.views import Views
 
 
 def big(h: Hypervisor) -> bool:
@@ -28,7 +29,7 @@ def test_a_selection_follows_every_change_as_a_fresh_one_would() -> None:
     objects = generate(80, seed=5, bookings_per_host=3)
     store = Store()
     store.replace(objects)
-    first = store.snapshot.selection("big", big, store.snapshot.ordered)
+    first = store.views.selection(store.snapshot, "big", big, store.snapshot.ordered)
     assert [h.name for h in first] == [h.name for h in store.snapshot.ordered if big(h)]
     rng = random.Random(1)
     for i in range(60):
@@ -38,30 +39,32 @@ def test_a_selection_follows_every_change_as_a_fresh_one_would() -> None:
         else:
             store.upsert(resized(obj, f"v{i}", rng.choice([8, 64, 128, 512])))
         snapshot = store.snapshot
-        assert "big" in snapshot._selections  # carried, not judged again
+        assert store.views.selects(snapshot, "big")  # carried, not judged again
         fresh = [h.name for h in snapshot.ordered if big(h)]
-        asked = snapshot.selection("big", big, snapshot.ordered)
+        asked = store.views.selection(snapshot, "big", big, snapshot.ordered)
         assert [h.name for h in asked] == fresh
         assert all(h is snapshot.by_name[h.name] for h in asked)  # the current records
 
 
 def test_a_selection_nobody_asks_for_is_dropped() -> None:
     objects = generate(10, seed=5, bookings_per_host=1)
-    store = Store()
+    store = Store(Views(keep_unasked=5, unasked_per_host=0))
     store.replace(objects)
-    store.snapshot.selection("big", big, store.snapshot.ordered)
-    for i in range(KEEP_UNUSED + 1):
+    store.views.selection(store.snapshot, "big", big, store.snapshot.ordered)
+    for i in range(5):
         store.upsert(resized(objects[0], f"v{i}", 8 + i % 2))
-    assert "big" not in store.snapshot._selections
+    assert store.views.selects(store.snapshot, "big")
+    store.upsert(resized(objects[0], "v5", 8))
+    assert not store.views.selects(store.snapshot, "big")
 
 
 def test_apply_takes_the_old_record_out_and_judges_the_new() -> None:
     store = Store()
     store.replace(generate(5, seed=2, bookings_per_host=1))
     hosts = list(store.snapshot.ordered)
-    selection = Selection.of(lambda h: True, hosts, 0)
+    selection = Selection.of(lambda h: True, hosts)
     assert selection.apply([hosts[1]], []).names == tuple(h.name for h in hosts if h != hosts[1])
-    nothing = Selection.of(lambda h: False, hosts, 0)
+    nothing = Selection.of(lambda h: False, hosts)
     assert nothing.apply([hosts[0]], [hosts[0]]).names == ()
 
 
@@ -77,11 +80,12 @@ def test_filters_that_select_the_same_hosts_share_one_selection() -> None:
     def fit(cpu: int) -> HypervisorFilter:
         return HypervisorFilter(can_fit=[ResourceRequest(resource="cpu", amount=Decimal(cpu))])
 
-    eight = apply_filter(snapshot, fit(8))
-    assert apply_filter(snapshot, fit(8)).names is eight.names  # type: ignore[attr-defined]
-    assert len(snapshot._selections) == 1
-    sixty_four = apply_filter(snapshot, fit(64))
-    assert len(snapshot._selections) == 2
+    views = store.views
+    eight = apply_filter(views, snapshot, fit(8))
+    assert apply_filter(views, snapshot, fit(8)).names is eight.names  # type: ignore[attr-defined]
+    assert views.figures().entries == 1
+    sixty_four = apply_filter(views, snapshot, fit(64))
+    assert views.figures().entries == 2
     assert set(h.name for h in sixty_four) <= set(h.name for h in eight)
 
 
@@ -96,10 +100,10 @@ def test_a_filter_that_fails_on_a_changed_host_is_dropped_not_the_change() -> No
             raise ValueError("cannot judge")
         return True
 
-    store.snapshot.selection("brittle", brittle, store.snapshot.ordered)
+    store.views.selection(store.snapshot, "brittle", brittle, store.snapshot.ordered)
     store.upsert(resized(objects[0], "boom", 16))
     assert store.snapshot.by_name[victim].resource_version == "boom"  # the change landed
-    assert "brittle" not in store.snapshot._selections
+    assert not store.views.selects(store.snapshot, "brittle")
 
 
 def test_a_selection_judged_on_a_past_snapshot_is_brought_to_the_current_one() -> None:
@@ -110,22 +114,8 @@ def test_a_selection_judged_on_a_past_snapshot_is_brought_to_the_current_one() -
     for i, obj in enumerate(objects[:5]):
         store.upsert(resized(obj, f"v{i}", [8, 512][i % 2]))
     store.delete(objects[7]["metadata"]["name"])
-    past.selection("big", big, past.ordered)
+    store.views.selection(past, "big", big, past.ordered)
     current = store.snapshot
-    assert "big" in current._selections  # the next question does not judge it again
-    asked = current.selection("big", big, current.ordered)
+    assert store.views.selects(current, "big")  # the next question does not judge it again
+    asked = store.views.selection(current, "big", big, current.ordered)
     assert [h.name for h in asked] == [h.name for h in current.ordered if big(h)]
-
-
-def test_a_snapshot_holds_a_bounded_number_of_selections() -> None:
-    """Distinct filters are client input: on a quiet fleet (no change to shed them)
-    a snapshot keeps the most recent MAX_HELD, the one just asked among them."""
-    store = Store()
-    store.replace(generate(10, seed=5, bookings_per_host=1))
-    snapshot = store.snapshot
-    for i in range(MAX_HELD * 3):
-        found = snapshot.selection(("cpu at least", i), big, snapshot.ordered)
-        assert [h.name for h in found] == [h.name for h in snapshot.ordered if big(h)]
-        assert len(snapshot._selections) <= MAX_HELD
-        assert ("cpu at least", i) in snapshot._selections
-    assert ("cpu at least", 0) not in snapshot._selections

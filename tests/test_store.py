@@ -67,7 +67,7 @@ def test_empty_store(store: Store) -> None:
     assert store.snapshot.generation == 0
     assert len(store.snapshot) == 0
     assert list(store.snapshot.ordered) == []
-    assert store.snapshot.by_consumer == {}
+    assert store.views.consumers(store.snapshot) == {}
     assert store.resource_version is None
     assert not store.ready
     store.mark_ready()
@@ -210,7 +210,7 @@ def test_a_snapshot_never_changes(store: Store) -> None:
     assert old.by_name == records
     assert all(old.by_name[name] is record for name, record in records.items())
     assert [h.name for h in old.ordered] == ["a", "b"]
-    assert list(old.by_consumer) == [uuid_of(1)]
+    assert list(store.views.consumers(old)) == [uuid_of(1)]
     assert {zone: [h.name for h in hs] for zone, hs in old.by_zone.items()} == {
         "z1": ["a"],
         "z2": ["b"],
@@ -224,7 +224,7 @@ def test_a_snapshot_never_changes(store: Store) -> None:
 # Indexes.
 
 
-def test_by_consumer_counts_a_live_migration_on_both_hosts(store: Store) -> None:
+def test_the_consumers_count_a_live_migration_on_both_hosts(store: Store) -> None:
     migrating = uuid_of(1)
     store.replace(
         [
@@ -238,7 +238,7 @@ def test_by_consumer_counts_a_live_migration_on_both_hosts(store: Store) -> None
             host("untracked", "4"),
         ]
     )
-    index = store.snapshot.by_consumer
+    index = store.views.consumers(store.snapshot)
     assert list(index) == sorted([migrating, uuid_of(2), uuid_of(3)])
     assert [b.hypervisor for b in index[migrating]] == ["source", "target"]
     assert [b.hypervisor for b in index[uuid_of(3)]] == ["twice", "twice"]

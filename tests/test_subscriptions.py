@@ -292,10 +292,10 @@ async def test_live_totals_are_computed_once_for_all_their_subscribers(
     computed: list[tuple[int, str]] = []
     on_loop: list[bool] = []
 
-    def counting(snapshot: Any, where: Any, group_by: Any, *rest: Any) -> Any:
+    def counting(views: Any, snapshot: Any, where: Any, group_by: Any, *rest: Any) -> Any:
         computed.append((snapshot.generation, str(group_by)))
         on_loop.append(asyncio._get_running_loop() is not None)
-        return fleet_groups(snapshot, where, group_by, *rest)
+        return fleet_groups(views, snapshot, where, group_by, *rest)
 
     monkeypatch.setattr(subscriptions, "fleet_groups", counting)
     address, store = server
@@ -497,19 +497,27 @@ async def test_websocket_origins_are_an_allow_list() -> None:
                 assert json.loads(await ws.recv())["type"] == "connection_ack"
 
 
-async def test_live_totals_kept_per_snapshot_are_bounded() -> None:
+async def test_live_totals_kept_are_bounded() -> None:
     """A quiet fleet keeps one snapshot for long: subscribers asking ever new filters
-    of it must not make its kept totals grow without end."""
+    of it must not make the kept totals grow without end."""
     from gateway.api import subscriptions
     from gateway.api.enums import FleetGrouping
     from gateway.api.filters import HypervisorFilter
+    from gateway.api.memos import MAX_TOTALS, Totals
 
     store = Store()
     store.replace(fleet.objects())
-    snapshot = store.snapshot
-    for n in range(subscriptions.MAX_TOTALS + 10):
+    totals = Totals()
+    for n in range(MAX_TOTALS + 10):
         groups = await subscriptions.shared_groups(
-            snapshot, HypervisorFilter(names=[f"node-{n}"]), FleetGrouping.NONE, NO_CATALOG
+            store.views,
+            totals,
+            store.snapshot,
+            HypervisorFilter(names=[f"node-{n}"]),
+            FleetGrouping.NONE,
+            NO_CATALOG,
         )
         assert groups[0].hypervisor_count == 0
-    assert len(subscriptions._totals[snapshot]) == subscriptions.MAX_TOTALS
+    figures = totals.figures()
+    assert figures.entries == MAX_TOTALS and figures.evictions == 10
+    assert 0 < figures.bytes <= totals.max_bytes

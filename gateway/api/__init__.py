@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gateway.api.budget import TIMEOUT, TOO_LARGE, Budget, Overrun
 from gateway.api.context import Context
-from gateway.api.cost import Profile, estimate
+from gateway.api.cost import Profile, Profiles, estimate
 from gateway.api.executor import Executor
 from gateway.api.limits import LimitError, Limits, check_document
 from gateway.api.schema import LIVE_FIELDS, schema, sdl
@@ -24,6 +24,7 @@ __all__ = [
     "Limits",
     "Overrun",
     "Profile",
+    "Profiles",
     "check_document",
     "estimate",
     "schema",

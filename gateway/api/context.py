@@ -6,6 +6,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from gateway.api.budget import Budget
+from gateway.api.memos import Answers
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.domain.ledger import Ledger, Tally
 from gateway.domain.records import Hypervisor
@@ -16,6 +17,7 @@ from gateway.store.reads import Reads
 from gateway.store.snapshot import Snapshot
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
+from gateway.store.views import Views
 
 __all__ = ["Context"]
 
@@ -34,6 +36,7 @@ class Context:
         "_hosts_read",
         "_read_fleet",
         "_snapshot",
+        "answers",
         "budget",
         "catalog",
         "coalesce_interval",
@@ -62,6 +65,8 @@ class Context:
         catalog: Catalog = NO_CATALOG,
     ) -> None:
         self.store = store
+        #: What answers keep for the next ones (gateway.api.memos).
+        self.answers = Answers.of(store.memos)
         #: The flavor catalog slots can be asked for by name (empty: none loaded).
         self.catalog = catalog
         self.status = status
@@ -99,6 +104,11 @@ class Context:
         return self.store.snapshot if self._snapshot is None else self._snapshot
 
     @property
+    def views(self) -> Views:
+        """What the store keeps of its snapshots' fleets (gateway.store.views)."""
+        return self.store.views
+
+    @property
     def evictions(self) -> EvictionSnapshot:
         """The operator's evictions, pinned (or followed) as the fleet is."""
         return self.store.evictions.snapshot if self._evictions is None else self._evictions
@@ -109,10 +119,10 @@ class Context:
         Kept by the store once counted; the first count is a pass over every host,
         which an operation running on the event loop hands to a worker thread.
         """
-        snapshot = self.snapshot
-        if not snapshot.keeps(tally) and self.budget is not None:
+        snapshot, views = self.snapshot, self.views
+        if not views.keeps(snapshot, tally) and self.budget is not None:
             self.budget.scan()
-        return snapshot.ledger(tally)
+        return views.ledger(snapshot, tally)
 
     def consumers(self, *, ordered: bool = False) -> Consumers:
         """The fleet's consumers, for a resolver (a read of the fleet); ``ordered`` for
@@ -122,10 +132,10 @@ class Context:
         the UUIDs) is a pass over every booking, handed to a worker thread as
         :meth:`ledger`'s first count is.
         """
-        snapshot = self.snapshot
-        if not snapshot.indexes_consumers(ordered=ordered) and self.budget is not None:
+        snapshot, views = self.snapshot, self.views
+        if not views.indexes_consumers(snapshot, ordered=ordered) and self.budget is not None:
             self.budget.scan()
-        return snapshot.by_consumer
+        return views.consumers(snapshot)
 
     def host(self, name: str) -> Hypervisor | None:
         """One hypervisor by name, for a resolver: its answer depends on this host only."""

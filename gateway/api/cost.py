@@ -51,9 +51,8 @@ from graphql import (
 )
 
 from gateway.store.snapshot import Snapshot
-from gateway.store.store import Store
 
-__all__ = ["Profile", "estimate"]
+__all__ = ["Profile", "Profiles", "estimate"]
 
 #: Hosts sampled for the mean lengths of their lists: enough for a stable mean,
 #: few enough to take a millisecond at any fleet size.
@@ -109,29 +108,6 @@ class Profile:
     #: (GraphQL type, field) -> mean number of items per object.
     lists: Mapping[tuple[str, str], Fraction]
 
-    @classmethod
-    def of(cls, snapshot: Snapshot) -> Profile:
-        """The profile of a snapshot: its host count, and list lengths measured at most
-        once per ``REMEASURE`` changes.
-
-        Under churn every change makes a snapshot, and measuring took ~10 ms of
-        each first query after one on a loaded machine, most of an otherwise cheap
-        answer's time; the mean of a list over a thousand hosts barely moves with a
-        few changes.
-        """
-        profile = _profiles.get(snapshot)
-        if profile is None:
-            origin = snapshot.origin
-            last = None if origin is None else _last.get(origin)
-            if last is not None and 0 <= snapshot.generation - last[0] < REMEASURE:
-                profile = last[1].resized(len(snapshot))
-            else:
-                profile = cls._measure(snapshot)
-                if origin is not None:
-                    _last[origin] = (snapshot.generation, profile)
-            _profiles[snapshot] = profile
-        return profile
-
     def resized(self, hosts: int) -> Profile:
         """This profile's list lengths for a fleet of ``hosts`` (this very profile while the
         count is the same, so that estimates kept per profile stay valid)."""
@@ -141,7 +117,8 @@ class Profile:
         return dataclasses.replace(self, hosts=hosts, consumers=math.ceil(hosts * per_host))
 
     @classmethod
-    def _measure(cls, snapshot: Snapshot) -> Profile:
+    def measure(cls, snapshot: Snapshot) -> Profile:
+        """The profile of a snapshot: its host count, and list lengths from a sample."""
         sample = list(itertools.islice(snapshot.by_name.values(), SAMPLE))
         lists = {
             ("Hypervisor", name): _mean(len(getattr(h, name)) for h in sample)
@@ -158,9 +135,32 @@ class Profile:
         return cls(len(snapshot), consumers, lists)
 
 
-_profiles: weakref.WeakKeyDictionary[Snapshot, Profile] = weakref.WeakKeyDictionary()
-#: The last profile measured per store, with the generation of its snapshot.
-_last: weakref.WeakKeyDictionary[Store, tuple[int, Profile]] = weakref.WeakKeyDictionary()
+class Profiles:
+    """The profiles of one store's snapshots, measured at most once per ``REMEASURE``
+    changes.
+
+    Under churn every change makes a snapshot, and measuring took ~10 ms of each
+    first query after one on a loaded machine, most of an otherwise cheap answer's
+    time; the mean of a list over a thousand hosts barely moves with a few changes.
+    """
+
+    def __init__(self) -> None:
+        #: One per snapshot still referenced: gone with it.
+        self._of: weakref.WeakKeyDictionary[Snapshot, Profile] = weakref.WeakKeyDictionary()
+        #: The last profile measured, with the generation of its snapshot.
+        self._last: tuple[int, Profile] | None = None
+
+    def of(self, snapshot: Snapshot) -> Profile:
+        profile = self._of.get(snapshot)
+        if profile is None:
+            last = self._last
+            if last is not None and 0 <= snapshot.generation - last[0] < REMEASURE:
+                profile = last[1].resized(len(snapshot))
+            else:
+                profile = Profile.measure(snapshot)
+                self._last = (snapshot.generation, profile)
+            self._of[snapshot] = profile
+        return profile
 
 
 def _mean(lengths: Any) -> Fraction:

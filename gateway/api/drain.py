@@ -191,8 +191,8 @@ def _drained(
             f"no hypervisor named {', '.join(unknown)}",
             extensions={"code": Code.UNKNOWN_HYPERVISOR.value},
         )
-    selected = [h.name for h in apply_filter(snapshot, where, context.catalog)] if where else []
-    return sorted({*(hosts or ()), *selected})
+    selected = apply_filter(context.views, snapshot, where, context.catalog) if where else ()
+    return sorted({*(hosts or ()), *(h.name for h in selected)})
 
 
 def _unbounded() -> None:

@@ -45,17 +45,13 @@ from graphql.pyutils import Path
 
 from gateway.api.budget import Budget
 from gateway.api.context import Context
-from gateway.api.events import Recent
+from gateway.api.memos import Answers
 from gateway.api.reuse import REUSABLE, Completed, Kept
 from gateway.api.shortcuts import Attribute, Lookup
+from gateway.domain.bounded import Memos
 from gateway.store.snapshot import Snapshot
 
 __all__ = ["Executor"]
-
-#: What every executor reuses: records are shared by every answer, whichever thread runs it.
-KEPT = Kept()
-#: Subscription events' results, shared by their subscribers (on the event loop).
-EVENTS: Recent[Any] = Recent()
 
 
 class Executor(IncrementalExecutor):
@@ -67,7 +63,7 @@ class Executor(IncrementalExecutor):
     kept for the whole of it.
     """
 
-    __slots__ = ("_arguments", "_variables_json", "budget")
+    __slots__ = ("_arguments", "_variables_json", "answers", "budget", "kept")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Strawberry's subscriptions pass their operation's extensions; no resolver reads them.
@@ -76,20 +72,25 @@ class Executor(IncrementalExecutor):
         self._arguments: dict[int, dict[str, Any]] = {}
         self._variables_json: str | None = None
         self.budget: Budget | None = getattr(self.context_value, "budget", None)
+        answers = getattr(self.context_value, "answers", None)
+        #: The store's memos of answers (records are shared by every answer, whichever
+        #: thread runs it); without a store's context, memos of this operation's own.
+        self.answers: Answers = answers if isinstance(answers, Answers) else _own()
+        self.kept: Kept = self.answers.completed
 
     def execute_operation(self, serially: bool | None = None) -> Any:
         """graphql-core's; a subscription event's result shared by every subscriber of
-        the same operation (:mod:`gateway.api.events`)."""
+        the same operation (:mod:`gateway.api.recent`)."""
         if self.operation.operation is not OperationType.SUBSCRIPTION:
             return self._execute_operation(serially)
         catalog = getattr(self.context_value, "catalog", None)
         same = (self.operation, self.root_value, catalog)
         variables = self._variables_text()
-        result = EVENTS.get(same, variables)
+        result = self.answers.results.get(same, variables)
         if result is None:
             result = self._execute_operation(serially)
             if not self.is_awaitable(result):
-                EVENTS.put(same, result, variables)
+                self.answers.results.put(same, result, variables)
         return result
 
     def build_per_event_executor(self, payload: Any) -> Executor:
@@ -222,7 +223,7 @@ class Executor(IncrementalExecutor):
                 return_type, field_details_list, path, result, position_context
             )
         key = (id(result), *self._selection(field_details_list))
-        kept = KEPT.get(key)
+        kept = self.kept.get(key)
         budget = self.budget
         if kept is not None and kept.matches(result, self.operation, self.variable_values.coerced):
             if budget is not None:
@@ -235,7 +236,7 @@ class Executor(IncrementalExecutor):
         )
         if type(value) is dict and len(self.collected_errors.errors) == errors:
             cost = budget.spent - spent if budget is not None else 0
-            KEPT.put(
+            self.kept.put(
                 key, Completed(result, self.operation, self.variable_values.coerced, value, cost)
             )
         return value
@@ -262,7 +263,7 @@ class Executor(IncrementalExecutor):
         if any(d.fragment_variable_values is not None for d in field_details_list):
             return False
         nodes = tuple(d.node for d in field_details_list)
-        return KEPT.pure(self.operation, self.fragments, object_type, nodes)
+        return self.kept.pure(self.operation, self.fragments, object_type, nodes)
 
     def complete_iterable_value(
         self,
@@ -285,7 +286,7 @@ class Executor(IncrementalExecutor):
             )
         operation, variables = self.operation, self.variable_values.coerced
         suffix = self._selection(field_details_list)
-        get = KEPT.get
+        get = self.kept.get
         budget = self.budget
         completed: list[Any] = []
         for index, item in enumerate(items):
@@ -329,3 +330,7 @@ def _leaf(resolve: Attribute, source: Any) -> Any:
     except Exception:
         return Undefined
     return Undefined if serialized is None else serialized
+
+
+def _own() -> Answers:
+    return Answers.install(Memos())

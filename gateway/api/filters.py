@@ -18,6 +18,7 @@ from gateway.domain import records as domain
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.store.ordered import Mapped
 from gateway.store.snapshot import Snapshot
+from gateway.store.views import Views
 
 __all__ = [
     "HypervisorFilter",
@@ -152,24 +153,30 @@ class HypervisorOrder:
 
 
 def apply_filter(
-    snapshot: Snapshot, where: HypervisorFilter | None, catalog: Catalog = NO_CATALOG
+    views: Views,
+    snapshot: Snapshot,
+    where: HypervisorFilter | None,
+    catalog: Catalog = NO_CATALOG,
 ) -> Sequence[domain.Hypervisor]:
     """The hypervisors of ``snapshot`` that match, in name order; ``catalog`` holds the
-    flavors the filter may name.
+    flavors the filter may name, ``views`` the store's carried selections.
 
     Starts from the narrowest index the filter allows, then checks the rest.
     """
     if where is None:
         return snapshot.ordered
     predicate = compile_filter(where, catalog)
-    return snapshot.selection(_key(where), predicate, _candidates(snapshot, where))
+    candidates = _candidates(views, snapshot, where)
+    return views.selection(snapshot, _key(where), predicate, candidates)
 
 
-def _candidates(snapshot: Snapshot, where: HypervisorFilter) -> Iterable[domain.Hypervisor]:
+def _candidates(
+    views: Views, snapshot: Snapshot, where: HypervisorFilter
+) -> Iterable[domain.Hypervisor]:
     """The narrowest index the filter allows: every host it could select, in name order."""
     candidates: Iterable[domain.Hypervisor] = snapshot.ordered
     if where.consumer is not None:
-        hosts = snapshot.by_consumer.hosts(where.consumer.lower())
+        hosts = views.consumers(snapshot).hosts(where.consumer.lower())
         candidates = [snapshot.by_name[name] for name in hosts]
     elif where.zone is not None:
         candidates = snapshot.by_zone.get(where.zone, ())

@@ -19,6 +19,7 @@ reads, which the GIL keeps whole; stores and evictions take a lock.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,6 +36,7 @@ from graphql import (
 from graphql.execution.collect_fields import FragmentDetails
 
 from gateway.api.shortcuts import Attribute, Lookup
+from gateway.domain.bounded import Figures
 
 __all__ = ["REUSABLE", "Completed", "Kept", "mark_reusable"]
 
@@ -46,6 +48,11 @@ MAX_KEPT = 65_536
 #: aliases of every instance of 200 hosts is 75 kB a host) fills this, not the count.
 #: The objects take some three times their JSON in memory.
 MAX_BYTES = 32 * 2**20
+#: What a parsed operation takes per character of its text, beside the text: 111
+#: bytes measured for a document of aliases only, the densest in nodes.
+AST_BYTES_PER_CHAR = 128
+#: What an operation parsed without locations is taken to take.
+UNMEASURED_OPERATION_BYTES = 64 * 1024
 #: Directives that only select; any other (defer, stream) is left to execute.
 _SELECTING = frozenset({"include", "skip"})
 
@@ -92,8 +99,11 @@ class Completed:
 
 class Kept:
     """Completed objects per (record, selection), oldest evicted first, bounded in
-    count and in the answer bytes they hold (an object without a budget to measure it
-    by counts as one byte)."""
+    count and in bytes: the answer bytes they hold (an object without a budget to
+    measure it by counts as one byte), and once per operation the operation they
+    hold, which a query's own text can make larger than its answer."""
+
+    name = "completed objects"
 
     def __init__(self, max_kept: int = MAX_KEPT, max_bytes: int = MAX_BYTES) -> None:
         self.max_kept = max_kept
@@ -105,15 +115,21 @@ class Kept:
         self.hits = 0
         self.evictions = 0
         self._kept: dict[tuple[int, ...], Completed] = {}
+        #: The operations the kept objects hold, by id: (operation, objects holding it).
+        self._operations: dict[int, tuple[OperationDefinitionNode, int]] = {}
         self._lock = threading.Lock()
-        #: Whether a selection (by operation, type and field nodes) reads only its record;
-        #: the nodes are held with the answer, so that their ids are not reused meanwhile.
-        self._pure: dict[
-            tuple[int, ...], tuple[OperationDefinitionNode, tuple[FieldNode, ...], bool]
-        ] = {}
+        #: Whether a selection (by type and field nodes) of an operation reads only its
+        #: record, while the operation lives; the nodes are held with the answer, so
+        #: that their ids are not reused meanwhile.
+        self._pure: weakref.WeakKeyDictionary[
+            OperationDefinitionNode, dict[tuple[int, ...], tuple[tuple[FieldNode, ...], bool]]
+        ] = weakref.WeakKeyDictionary()
 
     def __len__(self) -> int:
         return len(self._kept)
+
+    def figures(self) -> Figures:
+        return Figures(len(self._kept), self.bytes, self.hits, self.evictions)
 
     def get(self, key: tuple[int, ...]) -> Completed | None:
         found = self._kept.get(key)
@@ -122,19 +138,35 @@ class Kept:
         return found
 
     def put(self, key: tuple[int, ...], completed: Completed) -> None:
-        size = max(completed.spent, 1)
-        if size > self.max_bytes:
+        if max(completed.spent, 1) + operation_bytes(completed.operation) > self.max_bytes:
             return
         with self._lock:
             replaced = self._kept.pop(key, None)
             if replaced is not None:
-                self.bytes -= max(replaced.spent, 1)
+                self._release(replaced)
             self._kept[key] = completed
-            self.bytes += size
+            self._hold(completed)
             while len(self._kept) > self.max_kept or self.bytes > self.max_bytes:
-                oldest = self._kept.pop(next(iter(self._kept)))
-                self.bytes -= max(oldest.spent, 1)
+                self._release(self._kept.pop(next(iter(self._kept))))
                 self.evictions += 1
+
+    def _hold(self, completed: Completed) -> None:
+        self.bytes += max(completed.spent, 1)
+        operation = completed.operation
+        held = self._operations.get(id(operation))
+        if held is None:
+            self.bytes += operation_bytes(operation)
+        self._operations[id(operation)] = (operation, 1 if held is None else held[1] + 1)
+
+    def _release(self, completed: Completed) -> None:
+        self.bytes -= max(completed.spent, 1)
+        operation = completed.operation
+        _, holding = self._operations[id(operation)]
+        if holding == 1:
+            del self._operations[id(operation)]
+            self.bytes -= operation_bytes(operation)
+        else:
+            self._operations[id(operation)] = (operation, holding - 1)
 
     def pure(
         self,
@@ -144,20 +176,27 @@ class Kept:
         nodes: tuple[FieldNode, ...],
     ) -> bool:
         """Whether every field the ``nodes`` select on ``object_type`` reads only the object."""
-        key = (id(operation), id(object_type), *map(id, nodes))
-        known = self._pure.get(key)
-        if known is not None and known[0] is operation and known[1] == nodes:
-            return known[2]
+        key = (id(object_type), *map(id, nodes))
+        judged = self._pure.get(operation)
+        known = None if judged is None else judged.get(key)
+        if known is not None and known[0] == nodes:
+            return known[1]
         walk = _Purity(fragments)
         found = all(
             n.selection_set is not None and walk.selections(object_type, n.selection_set)
             for n in nodes
         )
         with self._lock:
-            if len(self._pure) > self.max_kept:
-                self._pure.clear()
-            self._pure[key] = (operation, nodes, found)
+            self._pure.setdefault(operation, {})[key] = (nodes, found)
         return found
+
+
+def operation_bytes(operation: OperationDefinitionNode) -> int:
+    """What a parsed operation takes, estimated from its text (held by its nodes too)."""
+    loc = operation.loc
+    if loc is None:
+        return UNMEASURED_OPERATION_BYTES
+    return AST_BYTES_PER_CHAR * (loc.end - loc.start) + len(loc.source.body)
 
 
 class _Purity:

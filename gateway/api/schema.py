@@ -5,7 +5,7 @@ precomputed records in it; none of them talks to Kubernetes or the file system.
 """
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Annotated
 
@@ -184,7 +184,9 @@ class Query:
     ) -> Connection[Hypervisor]:
         context = info.context
         warn_unknown_resources(context, [*fitting(filter), order_by.resource if order_by else None])
-        hosts, keys = ordered(apply_filter(context.snapshot, filter, context.catalog), order_by)
+        hosts, keys = ordered(
+            apply_filter(context.views, context.snapshot, filter, context.catalog), order_by
+        )
         return paginate(
             hosts,
             keys,
@@ -251,7 +253,7 @@ class Query:
         context = info.context
         warn_unknown_resources(context, fitting(filter))
         return fleet_groups(  # type: ignore[return-value]
-            context.snapshot, filter, group_by, context.ledger, context.catalog
+            context.views, context.snapshot, filter, group_by, context.ledger, context.catalog
         )
 
     @strawberry.field(
@@ -423,9 +425,34 @@ DIRECT_LOOKUPS = (
 )
 #: Subscription documents whose parse and validation are kept (as the HTTP side keeps its).
 DOCUMENTS = 1024
+#: Longest document kept: the caches count entries, so each must be small (a document
+#: of the body limit's megabyte took three times that once parsed).
+KEPT_DOCUMENT_BYTES = 8192
 #: Types whose objects are store records (or a ledger's totals), immutable and shared
 #: by every answer.
 REUSABLE_TYPES = ("Hypervisor", "FleetGroup")
+
+
+class _ShortParserCache(ParserCache):
+    """Strawberry's parser cache, for documents of at most :data:`KEPT_DOCUMENT_BYTES`;
+    Strawberry parses a longer one itself."""
+
+    def on_parse(self) -> Iterator[None]:
+        if len(self.execution_context.query or "") > KEPT_DOCUMENT_BYTES:
+            yield
+        else:
+            yield from super().on_parse()
+
+
+class _ShortValidationCache(ValidationCache):
+    """Strawberry's validation cache (keyed by the document, which it keeps), for
+    documents of at most :data:`KEPT_DOCUMENT_BYTES`; a longer one is validated alone."""
+
+    def on_validate(self) -> Iterator[None]:
+        if len(self.execution_context.query or "") > KEPT_DOCUMENT_BYTES:
+            yield
+        else:
+            yield from super().on_validate()
 
 
 def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
@@ -446,8 +473,8 @@ def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
         config=StrawberryConfig(scalar_map=SCALARS),
         execution_context_class=Executor if shortcuts else None,
         extensions=[
-            lambda: ParserCache(maxsize=DOCUMENTS),
-            lambda: ValidationCache(maxsize=DOCUMENTS),
+            lambda: _ShortParserCache(maxsize=DOCUMENTS),
+            lambda: _ShortValidationCache(maxsize=DOCUMENTS),
         ],
     )
     if shortcuts:

@@ -3,8 +3,6 @@ evictions."""
 
 import asyncio
 import dataclasses
-import weakref
-from asyncio import Future
 from collections.abc import AsyncGenerator, Callable
 from enum import Enum
 from typing import Annotated, TypeVar
@@ -15,10 +13,11 @@ from strawberry.types import Info
 from gateway.api.arguments import UUID
 from gateway.api.context import Context
 from gateway.api.enums import FleetGrouping
-from gateway.api.events import Recent
 from gateway.api.evictions import Eviction, EvictionFilter, available, compile_eviction_filter
 from gateway.api.filters import HypervisorFilter, Predicate, compile_filter
+from gateway.api.memos import Totals
 from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor
+from gateway.api.recent import Recent
 from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
@@ -26,6 +25,7 @@ from gateway.domain.flavors import Catalog
 from gateway.store.feed import ChangeFeed
 from gateway.store.snapshot import Change, Snapshot
 from gateway.store.snapshot import ChangeType as StoreChangeType
+from gateway.store.views import Views
 
 __all__ = ["Subscription"]
 
@@ -78,7 +78,12 @@ class Subscription:
             async for commit in changes:
                 for change in commit.changes:
                     if (kind := _change_type(change, matches)) is not None:
-                        yield _view(change.hypervisor, kind, commit.holding(change))
+                        yield _view(
+                            info.context.answers.payloads,
+                            change.hypervisor,
+                            kind,
+                            commit.holding(change),
+                        )
 
     @strawberry.subscription(
         description="The consumer now, then again whenever one of its bookings changes; "
@@ -92,10 +97,10 @@ class Subscription:
         wanted = uuid.lower()
         # Listening before the first read: a change made while it is sent comes next.
         with info.context.feed.changes(on_lag=info.context.cut_off) as changes:
-            yield await _consumer(info.context.store.snapshot, wanted)  # type: ignore[misc]
+            yield await _consumer(info.context.views, info.context.store.snapshot, wanted)  # type: ignore[misc]
             async for commit in changes:
                 if any(_books(change, wanted) for change in commit.changes):
-                    yield await _consumer(commit.after, wanted)  # type: ignore[misc]
+                    yield await _consumer(info.context.views, commit.after, wanted)  # type: ignore[misc]
 
     @strawberry.subscription(
         description="Every change to an eviction matching the filter, in order, as "
@@ -143,27 +148,26 @@ class Subscription:
     ) -> AsyncGenerator[list[FleetGroup], None]:
         previous = None
         async for snapshot in info.context.feed.snapshots(info.context.coalesce_interval):
-            groups = await shared_groups(snapshot, filter, group_by, info.context.catalog)
+            context = info.context
+            groups = await shared_groups(
+                context.views, context.answers.totals, snapshot, filter, group_by, context.catalog
+            )
             signature = [(g.key, g.resources) for g in groups]
             if signature != previous:
                 previous = signature
                 yield groups  # type: ignore[misc]
 
 
-Totals = list[fleet.FleetGroup]
-
-#: Totals per snapshot, per (filter, grouping): gone with the snapshot.
-_totals: weakref.WeakKeyDictionary[Snapshot, dict[tuple[str, FleetGrouping], Future[Totals]]]
-_totals = weakref.WeakKeyDictionary()
-#: Totals kept per snapshot at most, the oldest asked let go first: a quiet fleet's
-#: snapshot is current for hours, asked by subscribers with ever new filters.
-MAX_TOTALS = 256
-
-
 async def shared_groups(
-    snapshot: Snapshot, where: HypervisorFilter | None, group_by: FleetGrouping, catalog: Catalog
-) -> Totals:
-    """fleet_groups, computed once per snapshot, filter and grouping for every subscriber.
+    views: Views,
+    totals: Totals,
+    snapshot: Snapshot,
+    where: HypervisorFilter | None,
+    group_by: FleetGrouping,
+    catalog: Catalog,
+) -> list[fleet.FleetGroup]:
+    """fleet_groups, computed once per snapshot, filter and grouping for every subscriber
+    (kept in ``totals``).
 
     A change wakes every fleetCapacityChanged subscriber at once; a dashboard's
     hundred viewers ask for the same totals. Kept sums are read on the event
@@ -173,34 +177,33 @@ async def shared_groups(
     half a second. A filter is an input object: its repr names every field it
     was given.
     """
-    per_snapshot = _totals.setdefault(snapshot, {})
     key = (repr(where), group_by)
-    found = per_snapshot.get(key)
+    found = totals.get(snapshot, key)
     if found is None:
-        if where is None and snapshot.keeps(fleet.tally(group_by)):
+        if where is None and views.keeps(snapshot, fleet.tally(group_by)):
             found = asyncio.get_running_loop().create_future()
-            found.set_result(fleet_groups(snapshot, None, group_by))
+            found.set_result(fleet_groups(views, snapshot, None, group_by))
         else:
             found = asyncio.ensure_future(
-                asyncio.to_thread(fleet_groups, snapshot, where, group_by, None, catalog)
+                asyncio.to_thread(fleet_groups, views, snapshot, where, group_by, None, catalog)
             )
-        per_snapshot[key] = found
-        if len(per_snapshot) > MAX_TOTALS:
-            del per_snapshot[next(iter(per_snapshot))]
+        totals.put(snapshot, key, found)
     return await asyncio.shield(found)  # one subscriber leaving does not cancel the others'
 
 
-#: Each change's message payload, one per kind, for all its subscribers (gateway.api.events):
-#: filed under the record it shows and its snapshot, not the change, which holds the
-#: record it replaced too.
-_views: Recent[HypervisorChange] = Recent()
-
-
-def _view(record: domain.Hypervisor, kind: ChangeType, snapshot: Snapshot) -> HypervisorChange:
-    view = _views.get((record, snapshot), kind)
+def _view(
+    payloads: Recent[HypervisorChange],
+    record: domain.Hypervisor,
+    kind: ChangeType,
+    snapshot: Snapshot,
+) -> HypervisorChange:
+    """Each change's message payload, one per kind, for all its subscribers: filed under
+    the record it shows and its snapshot, not the change, which holds the record it
+    replaced too."""
+    view = payloads.get((record, snapshot), kind)
     if view is None:
         view = HypervisorChange(type=kind, hypervisor=record, snapshot=snapshot)  # type: ignore[arg-type]
-        _views.put((record, snapshot), view, kind)
+        payloads.put((record, snapshot), view, kind)
     return view
 
 
@@ -211,12 +214,12 @@ class _ConsumerEvent(ConsumerRecord):
     snapshot: Snapshot
 
 
-async def _consumer(snapshot: Snapshot, uuid: str) -> _ConsumerEvent | None:
+async def _consumer(views: Views, snapshot: Snapshot, uuid: str) -> _ConsumerEvent | None:
     """The consumer in ``snapshot``; its first index of the consumers (a pass over
     every booking) in a worker thread, as a query's is."""
-    if not snapshot.indexes_consumers():
-        await asyncio.to_thread(lambda: snapshot.by_consumer)
-    bookings = snapshot.by_consumer.get(uuid)
+    if not views.indexes_consumers(snapshot):
+        await asyncio.to_thread(views.consumers, snapshot)
+    bookings = views.consumers(snapshot).get(uuid)
     return _ConsumerEvent(uuid, bookings, snapshot) if bookings else None
 
 

@@ -12,6 +12,7 @@ from gateway.domain import fleet
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.domain.ledger import Ledger, Tally
 from gateway.store.snapshot import Snapshot
+from gateway.store.views import Views
 
 __all__ = ["FleetGroup", "FleetGrouping", "FleetResource", "fleet_groups"]
 
@@ -99,6 +100,7 @@ class FleetGroup:
 
 
 def fleet_groups(
+    views: Views,
     snapshot: Snapshot,
     where: HypervisorFilter | None,
     group_by: FleetGrouping | None,
@@ -107,12 +109,13 @@ def fleet_groups(
 ) -> list[fleet.FleetGroup]:
     """Totals of the hosts ``where`` selects in ``snapshot``, grouped.
 
-    The whole fleet's are kept per change (the snapshot's ledger, read through
-    ``ledger`` when given: a query's context); a filter's hosts are counted for the
-    question (``catalog``: the flavors it may name).
+    The whole fleet's are kept per change (a ledger of the store's ``views``, read
+    through ``ledger`` when given: a query's context); a filter's hosts are counted
+    for the question (``catalog``: the flavors it may name).
     """
     grouping = group_by or FleetGrouping.NONE
     if where is None:
-        sums = (ledger or snapshot.ledger)(fleet.tally(grouping))
+        tally = fleet.tally(grouping)
+        sums = views.ledger(snapshot, tally) if ledger is None else ledger(tally)
         return fleet.fleet_groups(sums, grouping)
-    return fleet.fleet_capacity(apply_filter(snapshot, where, catalog), grouping)
+    return fleet.fleet_capacity(apply_filter(views, snapshot, where, catalog), grouping)

@@ -8,7 +8,7 @@ group whose capacity is unknown, so that a dashboard can say how much of the fle
 the totals cover instead of silently treating the rest as empty.
 
 The totals are sums kept in a :class:`~gateway.domain.ledger.Ledger`: the store keeps
-the whole fleet's per change (:meth:`gateway.store.snapshot.Snapshot.ledger`), a filtered
+the whole fleet's per change (:meth:`gateway.store.views.Views.ledger`), a filtered
 question counts its hosts' from scratch, and both read them the same way.
 """
 

@@ -14,14 +14,14 @@ new one that shares every group the change did not touch.
 
 from __future__ import annotations
 
-from collections import deque
+import sys
 from collections.abc import Callable, Hashable, Iterable
 from decimal import Decimal
 
 from gateway.domain.quantity import CONTEXT
 from gateway.domain.records import Hypervisor
 
-__all__ = ["Cells", "Entry", "Journal", "Ledger", "Step", "Tally", "Vector"]
+__all__ = ["Cells", "Entry", "Ledger", "Tally", "Vector"]
 
 #: Numbers summed together, element by element; element 0 counts the hosts in the sum.
 Vector = tuple[Decimal, ...]
@@ -31,6 +31,9 @@ Entry = tuple[Hashable, Hashable, Vector]
 Tally = Callable[[Hypervisor], Iterable[Entry]]
 #: Cell key -> the sums of one group.
 Cells = dict[Hashable, Vector]
+
+#: What one sum takes (a Decimal of a few digits), for :meth:`Ledger.nbytes`.
+_DECIMAL_BYTES = sys.getsizeof(Decimal("12345.678"))
 
 
 class Ledger:
@@ -86,29 +89,12 @@ class Ledger:
                 del groups[key]
         return Ledger(self.tally, groups)
 
-
-Step = tuple[list[Hypervisor], list[Hypervisor]]
-
-
-class Journal:
-    """The last changes, by the generation they made: (records removed, records added).
-
-    A ledger counted on a snapshot that the store has moved past meanwhile (under
-    churn, a recount of the fleet outlasts many changes) is brought up to date
-    with them instead of being counted again on the next snapshot. Bounded: the
-    journal holds the old records of its changes alive. A large change set is
-    recorded as a gap, across which nothing is carried.
-    """
-
-    def __init__(self, size: int = 1024) -> None:
-        self._entries: deque[tuple[int, Step | None]] = deque(maxlen=size)
-
-    def record(self, generation: int, step: Step | None) -> None:
-        self._entries.append((generation, step))
-
-    def since(self, generation: int, until: int) -> list[Step] | None:
-        """The steps after ``generation`` up to ``until``; None when some are not known."""
-        steps = [s for g, s in list(self._entries) if generation < g <= until]
-        if len(steps) != until - generation or None in steps:
-            return None
-        return steps  # type: ignore[return-value]
+    def nbytes(self) -> int:
+        """The memory its sums take, estimated: every cell counted as its own (a ledger
+        carried by a change shares the groups the change did not touch)."""
+        size = sys.getsizeof(self.groups)
+        for cells in self.groups.values():
+            size += sys.getsizeof(cells)
+            for vector in cells.values():
+                size += sys.getsizeof(vector) + _DECIMAL_BYTES * len(vector)
+        return size

@@ -9,20 +9,23 @@ built on it never fails on bad data and never hides it.
 from __future__ import annotations
 
 import reprlib
+import sys
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from gateway.domain.memo import Memo
+from gateway.domain.bounded import Figures
+from gateway.domain.memo import BUDGET, PARSING, Memo
 from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
 
 __all__ = [
+    "STRINGS",
     "Reader",
+    "SharedStrings",
     "bound_shared",
     "remembered",
     "share",
     "shared_string",
-    "shared_strings",
 ]
 
 
@@ -149,15 +152,53 @@ class Reader:
         return _shared(result)
 
 
-_MAPS: Memo[tuple[tuple[str, Any], ...], Mapping[str, Any]] = Memo("maps")
+_MAPS: Memo[tuple[tuple[str, Any], ...], Mapping[str, Any]] = PARSING.add(Memo("maps"))
 #: Resource maps as spelled in objects -> their parsed (shared) maps.
-_READ: Memo[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = Memo("resource maps")
-_STRINGS: dict[str, str] = {}
-#: ``share(text, text)`` is :func:`shared_string` without a Python call, for the hot
-#: loops: each calls :func:`bound_shared` first, so it adds only its own to the limit.
-share = _STRINGS.setdefault
-_SHARED_LIMIT = 100_000
+_READ: Memo[tuple[tuple[Any, Any], ...], Mapping[str, Decimal]] = PARSING.add(Memo("resource maps"))
 _V = TypeVar("_V")
+
+
+class SharedStrings:
+    """One copy of each string that repeats across a fleet (a project, a consumer type).
+
+    Bounded in entries and in bytes, and let go all at once past either (a fleet's
+    own strings, over months of changes): the strings made next are shared again.
+    The bytes are measured every :data:`CHECK_EVERY` new strings (so they may pass
+    the budget by as many strings before they go), and the hot loops pay one
+    comparison per call of :meth:`bound`.
+    """
+
+    name = "shared strings"
+    #: New strings between two measurements of the bytes.
+    CHECK_EVERY = 1024
+
+    def __init__(self, max_entries: int = 100_000, max_bytes: int = BUDGET) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.strings: dict[str, str] = {}
+        self.evictions = 0
+        self._check_at = self.CHECK_EVERY
+
+    def bound(self) -> None:
+        """Let the strings go once there are too many, or they take too much."""
+        count = len(self.strings)
+        if count >= self._check_at or count >= self.max_entries:
+            if count >= self.max_entries or self._bytes() > self.max_bytes:
+                self.evictions += count
+                self.strings.clear()
+            self._check_at = len(self.strings) + self.CHECK_EVERY
+
+    def figures(self) -> Figures:
+        return Figures(len(self.strings), self._bytes(), 0, self.evictions)
+
+    def _bytes(self) -> int:
+        return sum(map(sys.getsizeof, list(self.strings)))
+
+
+STRINGS = PARSING.add(SharedStrings())
+#: ``share(text, text)`` is :func:`shared_string` without a Python call, for the hot
+#: loops: each calls :func:`bound_shared` first, so it adds only its own to the bound.
+share = STRINGS.strings.setdefault
 
 
 def _shared(mapping: dict[str, _V]) -> Mapping[str, _V]:
@@ -184,13 +225,6 @@ def shared_string(text: str) -> str:
     return share(text, text)
 
 
-def shared_strings() -> int:
-    """How many strings are shared now (at most the limit, then cleared)."""
-    return len(_STRINGS)
-
-
 def bound_shared() -> None:
-    """Let the shared strings go once there are as many as the limit (a fleet's own,
-    over months of changes): the strings made next are shared again."""
-    if len(_STRINGS) >= _SHARED_LIMIT:
-        _STRINGS.clear()
+    """Keep the shared strings within their bounds (see :class:`SharedStrings`)."""
+    STRINGS.bound()

@@ -21,13 +21,17 @@ import sys
 from decimal import Decimal
 from typing import Any
 
+from gateway.domain.bounded import Figures
+from gateway.domain.memo import BUDGET, PARSING
+
 __all__ = [
     "CONTEXT",
+    "SPELLINGS",
     "QuantityError",
+    "Spellings",
     "format_quantity",
     "parse_number",
     "parse_quantity",
-    "remembered_spellings",
     "respelled",
 ]
 
@@ -75,35 +79,44 @@ def parse_quantity(value: Any) -> Decimal:
     # Only exact str and int keys: True == 1 must not find 1's entry.
     kind = type(value)
     if kind is str or kind is int:
-        cached = _CACHE.get(value)
+        cached = SPELLINGS.values.get(value)
         if cached is not None:
+            SPELLINGS.hits += 1
             return cached
     result = _parse_quantity(value)
     if kind is str or kind is int:
-        _remember(value, result)
+        SPELLINGS.remember(value, result)
     return result
 
 
-def remembered_spellings() -> tuple[int, int]:
-    """The spellings remembered, and the bytes they and their values take."""
-    return len(_CACHE), _cached_bytes
+class Spellings:
+    """Quantity spellings with their values, taking at most ``max_bytes`` (sys.getsizeof).
+
+    Clients spell amounts too, up to MAX_LENGTH characters each. A fleet's take 163
+    bytes apiece (66,000 of them at 20,000 demo hosts): 16 MiB keeps about 100,000.
+    Once full, it keeps what it has: a fleet's spellings come first.
+    """
+
+    name = "quantity spellings"
+
+    def __init__(self, max_bytes: int = BUDGET) -> None:
+        self.max_bytes = max_bytes
+        self.values: dict[str | int, Decimal] = {}
+        self.bytes = 0
+        self.hits = 0
+
+    def remember(self, value: str | int, result: Decimal) -> None:
+        """Keep ``result`` under its spelling, unless that would pass the budget."""
+        size = sys.getsizeof(value) + sys.getsizeof(result)
+        if self.bytes + size <= self.max_bytes:
+            self.values[value] = result
+            self.bytes += size
+
+    def figures(self) -> Figures:
+        return Figures(len(self.values), self.bytes, self.hits, 0)
 
 
-def _remember(value: str | int, result: Decimal) -> None:
-    """Keep ``result`` under its spelling, unless that would pass :data:`_CACHE_BYTES`."""
-    global _cached_bytes
-    size = sys.getsizeof(value) + sys.getsizeof(result)
-    if _cached_bytes + size <= _CACHE_BYTES:
-        _CACHE[value] = result
-        _cached_bytes += size
-
-
-_CACHE: dict[str | int, Decimal] = {}
-#: What the spellings kept and their values may take (sys.getsizeof): clients spell
-#: amounts too, up to MAX_LENGTH characters each. A fleet's take 163 bytes apiece
-#: (66,000 of them at 20,000 demo hosts), so this keeps about 100,000.
-_CACHE_BYTES = 16 * 2**20
-_cached_bytes = 0
+SPELLINGS = PARSING.add(Spellings())
 
 
 def _parse_quantity(value: Any) -> Decimal:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from gateway.http.app import create_app
 from gateway.http.auth import AllowAll, Authorizer, KubernetesAuthorizer
 from gateway.http.cache import BoundedMemoryCache, ResponseCache, redis_backend
+from gateway.http.graceful import serve
 from gateway.http.hosts import parse_allowed_hosts
 from gateway.http.metrics import Metrics
-from gateway.http.serve import serve
 
 __all__ = [
     "AllowAll",

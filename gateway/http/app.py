@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
 
@@ -18,7 +19,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.api.context import Context
 from gateway.api.limits import Limits
+from gateway.api.memos import COMPLETED_BYTES, EVENT_BYTES, Answers
 from gateway.api.schema import LIVE_FIELDS, schema
+from gateway.domain import memo
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.access import RequestObserver
 from gateway.http.assets import routes as page_routes
@@ -37,10 +40,27 @@ from gateway.http.websocket import SubscriptionServer
 from gateway.store.feed import Feed
 from gateway.store.source import Source
 from gateway.store.store import Store
+from gateway.store.views import MAX_BYTES as VIEWS_BYTES
 
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Budgets:
+    """The bytes each memo may take (gateway.domain.bounded); the response cache and the
+    persisted documents have their own."""
+
+    #: The store's views of the fleet (gateway.store.views).
+    views: int = VIEWS_BYTES
+    #: Completed objects kept for the next answer (gateway.api.reuse).
+    completed: int = COMPLETED_BYTES
+    #: Each of: subscription events' results, their payloads, the totals subscribers
+    #: share (gateway.api.memos).
+    events: int = EVENT_BYTES
+    #: Each parse memo of the process (gateway.domain.memo).
+    parse_memo: int = memo.BUDGET
 
 
 def create_app(
@@ -62,6 +82,7 @@ def create_app(
     capacity_series: bool = True,
     tracing: Tracing | None = None,
     persisted: PersistedQueries | None = None,
+    budgets: Budgets | None = None,
 ) -> Starlette:
     """Build the app; the source runs for as long as the app does.
 
@@ -79,8 +100,18 @@ def create_app(
 
     ``persisted`` holds the documents clients name by hash (trusted documents, or
     those registered): by default a store of its own, registering any.
+
+    ``budgets`` bound the memos the app keeps, and reports in /metrics: the store's
+    views, the answers' memos (installed in the store), and the parse memos of the
+    process.
     """
     store = store or Store()
+    budgets = budgets or Budgets()
+    store.views.max_bytes = budgets.views
+    Answers.install(store.memos, completed_bytes=budgets.completed, event_bytes=budgets.events)
+    memo.set_budget(budgets.parse_memo)
+    for parsing in memo.PARSING:
+        store.memos.add(parsing)
     persisted = persisted or PersistedQueries()
     limits = limits or Limits()
     feed = Feed(store)

@@ -17,7 +17,7 @@ series without end and exhaust Prometheus.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from prometheus_client import (
     CollectorRegistry,
@@ -33,11 +33,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from gateway import __version__
-from gateway.api.executor import KEPT
-from gateway.api.reuse import Kept
-from gateway.domain.lenient import shared_strings
-from gateway.domain.memo import MEMOS
-from gateway.domain.quantity import remembered_spellings
+from gateway.api.memos import Answers
+from gateway.domain.bounded import Memos
+from gateway.domain.lenient import STRINGS
+from gateway.domain.memo import PARSING, Memo
+from gateway.domain.quantity import SPELLINGS
 from gateway.http.cache import ResponseCache
 from gateway.http.persisted import PersistedQueries
 from gateway.store.feed import Feed
@@ -136,8 +136,19 @@ class StateCollector(Collector):
             yield from self._cache(self.cache)
         if self.persisted is not None:
             yield from _persisted(self.persisted)
-        yield from _completed(KEPT)
+        yield from _memos(self.store.memos)
+        yield from _completed(Answers.of(self.store.memos))
         yield from _parsing()
+        yield _gauge(
+            "snapshots_live",
+            "The store's snapshots still referenced (by queries, subscribers, the store).",
+            self.store.views.snapshots_live,
+        )
+        yield _counter(
+            "views_made_total",
+            "Views of the fleet made afresh (a pass over every host), not carried.",
+            self.store.views.made,
+        )
 
     def _source(self) -> Iterator[Metric]:
         status = self.status
@@ -201,31 +212,67 @@ class StateCollector(Collector):
         )
 
 
-def _parsing() -> Iterator[Metric]:
-    """What parsing keeps for what repeats across a fleet (gateway.domain.memo, lenient,
-    quantity): bounded, each by its own rule, and held for the life of the process."""
-    entries, size = remembered_spellings()
-    yield _gauge("quantity_spellings", "Quantity spellings remembered with their values.", entries)
-    yield _gauge(
-        "quantity_spellings_bytes", "Bytes the remembered spellings and values take.", size
+def _memos(memos: Memos) -> Iterator[Metric]:
+    """Every memo and cache of the store and the app (gateway.domain.bounded), by name."""
+    entries = _by_memo(GaugeMetricFamily, "memo_entries", "Entries a memo holds.")
+    size = _by_memo(GaugeMetricFamily, "memo_bytes", "Bytes a memo's entries take (estimated).")
+    budget = _by_memo(GaugeMetricFamily, "memo_budget_bytes", "Bytes a memo's entries may take.")
+    hits = _by_memo(CounterMetricFamily, "memo_hits", "Lookups that found what a memo kept.")
+    evictions = _by_memo(
+        CounterMetricFamily, "memo_evictions", "Entries let go to stay within the bounds."
     )
-    yield _gauge("shared_strings", "Strings shared across the fleet's records.", shared_strings())
+    for memo in memos:
+        figures = memo.figures()
+        entries.add_metric([memo.name], figures.entries)
+        size.add_metric([memo.name], figures.bytes)
+        budget.add_metric([memo.name], memo.max_bytes)
+        hits.add_metric([memo.name], figures.hits)
+        evictions.add_metric([memo.name], figures.evictions)
+    yield from (entries, size, budget, hits, evictions)
+
+
+Family = TypeVar("Family", GaugeMetricFamily, CounterMetricFamily)
+
+
+def _by_memo(kind: type[Family], name: str, help: str) -> Family:
+    return kind(PREFIX + name, help, labels=["memo"])
+
+
+def _parsing() -> Iterator[Metric]:
+    """What parsing keeps for what repeats across a fleet, as named before the memo
+    family (gateway.domain.memo, lenient, quantity): held for the life of the process."""
+    spellings = SPELLINGS.figures()
+    yield _gauge(
+        "quantity_spellings", "Quantity spellings remembered with their values.", spellings.entries
+    )
+    yield _gauge(
+        "quantity_spellings_bytes",
+        "Bytes the remembered spellings and values take.",
+        spellings.bytes,
+    )
+    yield _gauge(
+        "shared_strings", "Strings shared across the fleet's records.", len(STRINGS.strings)
+    )
     family = GaugeMetricFamily(
         PREFIX + "parse_memo_entries",
         "Parts parsed once per spelling and kept (or waiting for a second sighting).",
         labels=["memo"],
     )
-    for memo in MEMOS:
-        family.add_metric([memo.name or ""], len(memo))
+    for memo in PARSING:
+        if isinstance(memo, Memo):
+            family.add_metric([memo.name], len(memo))
     yield family
 
 
-def _completed(kept: Kept) -> Iterator[Metric]:
-    """The completed objects the executor keeps for reuse (gateway.api.reuse)."""
+def _completed(answers: Answers) -> Iterator[Metric]:
+    """The completed objects the executor keeps for reuse (gateway.api.reuse), as named
+    before the memo family."""
+    kept = answers.completed
     yield _gauge("completed_objects", "Completed objects kept for reuse.", len(kept))
     yield _gauge(
         "completed_objects_bytes",
-        f"Answer bytes of the completed objects kept (at most {kept.max_bytes}).",
+        "Answer bytes of the completed objects kept, and of the operations they hold "
+        f"(at most {kept.max_bytes}).",
         kept.bytes,
     )
     yield _counter(

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from graphql import (
     ASTValidationRule,
@@ -35,7 +35,7 @@ from graphql.validation.validate import ValidationAbortedError
 from graphql.validation.validation_context import MAX_FRAGMENT_WORK
 
 from gateway.api.codes import Code, coded
-from gateway.api.cost import Profile, estimate
+from gateway.api.cost import Profile, Profiles, estimate
 from gateway.api.limits import LimitError, Limits, check_document
 from gateway.api.rules import argument_rules, check_with_variables
 from gateway.api.validation import specified
@@ -50,6 +50,8 @@ __all__ = ["MEMO_PAYLOAD_BYTES", "Operations", "PreparedOperation"]
 MEMO_PAYLOAD_BYTES = 8192
 #: Validation errors reported before validation stops (graphql-core's default).
 MAX_VALIDATION_ERRORS = 100
+
+_R = TypeVar("_R")
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -81,6 +83,18 @@ class PreparedOperation:
         return self._digest
 
 
+def _short_kept(entries: int, work: Callable[[str], _R]) -> Callable[[str], _R]:
+    """``work`` remembered for the last ``entries`` queries of at most
+    :data:`MEMO_PAYLOAD_BYTES`: the entries are counted, so each must be small (a
+    longer query, up to the body limit, kept a document of three times its size)."""
+    remembered = functools.lru_cache(maxsize=entries)(work)
+
+    def kept(query: str) -> _R:
+        return remembered(query) if len(query) <= MEMO_PAYLOAD_BYTES else work(query)
+
+    return kept
+
+
 class Operations:
     """Parses, checks and validates the requests of one schema, remembering the results.
 
@@ -105,9 +119,10 @@ class Operations:
         self.uncacheable = uncacheable
         #: Documents named by hash; a request so resolved is remembered with its payload.
         self.persisted = persisted or PersistedQueries()
-        self.parse = functools.lru_cache(maxsize=cache_size)(self._parse)
-        self.validate = functools.lru_cache(maxsize=cache_size)(self._validate)
+        self.parse = _short_kept(cache_size, self._parse)
+        self.validate = _short_kept(cache_size, self._validate)
         self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
+        self._profiles = Profiles()
 
     def prepare(self, method: str, payload: bytes) -> PreparedOperation:
         """What the request decides; remembered unless its payload is large."""
@@ -184,7 +199,7 @@ class Operations:
         Kept with the request for as long as the fleet's profile is the same.
         """
         params = prepared.params
-        profile = Profile.of(snapshot)
+        profile = self._profiles.of(snapshot)
         known = prepared.cost
         if known is not None and known[0] is profile:
             cost = known[1]

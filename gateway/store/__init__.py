@@ -1,4 +1,4 @@
-"""The fleet in memory: immutable snapshots, the store that swaps them, the change feed.
+"""The fleet in memory: snapshots, the store that swaps them, its views, the change feed.
 
 It builds on :mod:`gateway.domain` only. Sources write into it through the
 :class:`Source` protocol defined here, so the app that runs one, and the API
@@ -13,6 +13,7 @@ from gateway.store.feed import ChangeFeed, Feed
 from gateway.store.snapshot import Change, ChangeType, Snapshot
 from gateway.store.source import Source, SyncStatus
 from gateway.store.store import Batch, Store
+from gateway.store.views import Views
 
 __all__ = [
     "Batch",
@@ -26,5 +27,6 @@ __all__ = [
     "Source",
     "Store",
     "SyncStatus",
+    "Views",
     "collector_paused",
 ]

@@ -13,20 +13,22 @@ at 20,000 hosts. Two things keep that pass from being paid again:
   others wait for it, then take its result, carried to their own snapshot.
 - **Carried, not made again.** The store moves on while a pass runs (ten
   changes a second). What was made on a past snapshot is brought to the later
-  ones by the :class:`~gateway.domain.ledger.Journal` of the changes between
-  (``apply(removed, added)``), so the next question finds it.
+  ones by the :class:`Journal` of the changes between (``apply(removed,
+  added)``), so the next question finds it.
+
+:class:`~gateway.store.views.Views` holds what is made and decides what is carried.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from typing import Protocol, Self, TypeVar
 
-from gateway.domain.ledger import Journal
 from gateway.domain.records import Hypervisor
 
-__all__ = ["Carried", "CarriedT", "Making"]
+__all__ = ["Carried", "CarriedT", "Journal", "Making", "Step"]
 
 
 class Carried(Protocol):
@@ -34,9 +36,50 @@ class Carried(Protocol):
 
     def apply(self, removed: Iterable[Hypervisor], added: Iterable[Hypervisor]) -> Self: ...
 
+    def nbytes(self) -> int:
+        """The memory it holds of its own (not the records it names), estimated."""
+        ...
+
 
 #: A value of one kind of :class:`Carried` (a ledger, a selection, an index).
 CarriedT = TypeVar("CarriedT", bound=Carried)
+
+#: One change set: (the records it removed, the records it added).
+Step = tuple[list[Hypervisor], list[Hypervisor]]
+
+
+class Journal:
+    """The last changes, by the generation they made: (records removed, records added).
+
+    A value made on a snapshot that the store has moved past meanwhile (under
+    churn, a pass over the fleet outlasts many changes) is brought up to date
+    with them instead of being made again on the next snapshot. Bounded: the
+    journal holds the old records of its changes alive. A large change set is
+    recorded as a gap, across which nothing is carried.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._entries: deque[tuple[int, Step | None]] = deque(maxlen=size)
+
+    def record(self, generation: int, step: Step | None) -> None:
+        self._entries.append((generation, step))
+
+    def since(self, generation: int, until: int) -> list[Step] | None:
+        """The steps after ``generation`` up to ``until``; None when some are not known."""
+        steps = [s for g, s in list(self._entries) if generation < g <= until]
+        if len(steps) != until - generation or None in steps:
+            return None
+        return steps  # type: ignore[return-value]
+
+    def carry(self, value: CarriedT, generation: int, until: int) -> CarriedT | None:
+        """``value`` made at ``generation``, brought to ``until``; None when the journal
+        no longer has every change between (a gap, or too long ago)."""
+        steps = self.since(generation, until)
+        if steps is None:
+            return None
+        for step in steps:
+            value = value.apply(*step)
+        return value
 
 
 class _Pass:
@@ -76,20 +119,10 @@ class Making:
         if running.generation <= generation:
             running.done.wait()
             if running.value is not None:
-                carried = self.carry(running.value, running.generation, generation)
+                carried = self._journal.carry(running.value, running.generation, generation)
                 if carried is not None:
                     return carried  # type: ignore[return-value]  # the same key: the same kind
         return make()  # a pass over a later snapshot, a failed one, or too far behind
-
-    def carry(self, value: CarriedT, generation: int, until: int) -> CarriedT | None:
-        """``value`` made at ``generation``, brought to ``until``; None when the journal
-        no longer has every change between (a gap, or too long ago)."""
-        steps = self._journal.since(generation, until)
-        if steps is None:
-            return None
-        for step in steps:
-            value = value.apply(*step)
-        return value
 
     def _run(self, key: Hashable, running: _Pass, make: Callable[[], CarriedT]) -> CarriedT:
         try:

@@ -5,7 +5,7 @@ look a consumer up by UUID. Indexing every booking of the fleet for them takes
 seconds at 20,000 hosts with 40 bookings each, and under churn every change
 makes a new snapshot: seconds per question, on the event loop. A
 consumer's hosts change only where a host's bookings do, so the index is
-carried from snapshot to snapshot by the store (:class:`ConsumerIndex`), built
+carried from snapshot to snapshot by the store's views (:class:`ConsumerIndex`), built
 the first time a question asks, not before: a store nobody asks about
 consumers pays nothing.
 
@@ -27,22 +27,14 @@ from gateway.domain.records import ConsumerBooking, Hypervisor
 from gateway.store.shards import ShardedMap
 from gateway.store.sortedkeys import SortedKeys
 
-__all__ = [
-    "KEEP_UNASKED",
-    "REORDER_ABOVE",
-    "SHARDS",
-    "UNASKED_PER_HOST",
-    "ConsumerIndex",
-    "Consumers",
-]
+__all__ = ["REORDER_ABOVE", "SHARDS", "ConsumerIndex", "Consumers"]
 
 #: A 20,000-host fleet with 40 bookings each has 800,000 consumers: about 800 per shard,
 #: so that a change copies about as many entries as the tuple of shards has.
 SHARDS = 1024
-#: Changes an index is carried through unasked, per host of the fleet, and at least
-#: (see :meth:`ConsumerIndex.carried`).
-UNASKED_PER_HOST = 4
-KEEP_UNASKED = 1000
+#: What the index takes per consumer: about 35 bytes while it shares the UUID strings
+#: of the records, up to 120 once patches have replaced every record.
+BYTES_PER_CONSUMER = 120
 #: Shards changed since the UUIDs were last put in order beyond which finding the order
 #: again from the changes is a pass too long for the event loop (see
 #: :meth:`ConsumerIndex.ordered`).
@@ -64,18 +56,16 @@ class _Order:
 
 
 class ConsumerIndex:
-    """Consumer UUID -> the hosts it is booked on, as of generation ``used``."""
+    """Consumer UUID -> the hosts it is booked on."""
 
-    __slots__ = ("_hosts", "_order", "used")
+    __slots__ = ("_hosts", "_order")
 
-    def __init__(self, hosts: ShardedMap[Hosts], order: _Order, used: int) -> None:
+    def __init__(self, hosts: ShardedMap[Hosts], order: _Order) -> None:
         self._hosts = hosts
         self._order = order
-        #: The generation it was last asked at.
-        self.used = used
 
     @classmethod
-    def of(cls, hypervisors: Iterable[Hypervisor], generation: int) -> ConsumerIndex:
+    def of(cls, hypervisors: Iterable[Hypervisor]) -> ConsumerIndex:
         """Indexed from every host, in name order (so each consumer's hosts are)."""
         hosts: dict[str, Hosts] = {}
         for hypervisor in hypervisors:
@@ -86,7 +76,7 @@ class ConsumerIndex:
                     hosts[booking.uuid] = name
                 elif _names(known)[-1] != name:  # a second booking here adds no host
                     hosts[booking.uuid] = (*_names(known), name)
-        return cls(ShardedMap(hosts, shards=SHARDS), _Order(), generation)
+        return cls(ShardedMap(hosts, shards=SHARDS), _Order())
 
     def apply(self, removed: Iterable[Hypervisor], added: Iterable[Hypervisor]) -> ConsumerIndex:
         """The index after a change: its previous records out, its new ones in. Only
@@ -116,23 +106,11 @@ class ConsumerIndex:
                 ordered = sorted(names)
                 values[uuid] = ordered[0] if len(ordered) == 1 else tuple(ordered)
         deleted = moves.keys() - values.keys()
-        return ConsumerIndex(self._hosts.changed(values, deleted), self._order, self.used)
+        return ConsumerIndex(self._hosts.changed(values, deleted), self._order)
 
-    def carried(self, generation: int, hosts: int) -> bool:
-        """Whether the store should carry this index to ``generation``, of a fleet of
-        ``hosts`` hosts.
-
-        While asked, and through :data:`UNASKED_PER_HOST` changes per host unasked
-        (about four rounds of node-agent patches; :data:`KEEP_UNASKED` at least).
-        Carrying a status patch costs about a fifth of indexing a host (30 to 45
-        and 150 to 200 us at 20,000 hosts), so by then carrying has cost about
-        what indexing anew costs, and a store asked about consumers less often pays
-        at most about twice what it would if it knew when questions come. Once
-        dropped, the index gives its memory back: about 35 bytes per consumer
-        while it shares the UUID strings of the records, up to 120 once patches
-        have replaced every record: 25 to 90 MiB at 780,000 consumers.
-        """
-        return generation - self.used <= max(UNASKED_PER_HOST * hosts, KEEP_UNASKED)
+    def nbytes(self) -> int:
+        """What it takes, estimated: :data:`BYTES_PER_CONSUMER` per consumer."""
+        return BYTES_PER_CONSUMER * len(self._hosts)
 
     def hosts(self, uuid: str) -> tuple[str, ...]:
         """The names of the hosts ``uuid`` (lower case) is booked on, in name order."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from gateway.domain.evictions import Eviction, parse_eviction
 from gateway.domain.parse import ParseError
+from gateway.store.listeners import Listeners
 from gateway.store.snapshot import ChangeType
 
 __all__ = ["EvictionBatch", "EvictionChange", "EvictionSnapshot", "EvictionStore"]
@@ -98,7 +99,7 @@ class EvictionStore:
 
     def __init__(self) -> None:
         self._snapshot = EvictionSnapshot(0, {}, NOT_LOADED)
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[EvictionSnapshot, list[EvictionChange]] = Listeners("eviction")
         self.ready = False
         self.resource_version: str | None = None
         #: Objects that could not be represented: name (or position) -> reason.
@@ -110,8 +111,7 @@ class EvictionStore:
 
     def listen(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(snapshot, changes)`` after every change; returns an unsubscribe."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self._listeners.add(listener)
 
     @property
     def listening(self) -> int:
@@ -225,11 +225,7 @@ class EvictionStore:
         if not changes and unavailable == old.unavailable:
             return
         self._snapshot = EvictionSnapshot(old.generation + 1, evictions, unavailable)
-        for listener in list(self._listeners):
-            try:
-                listener(self._snapshot, changes)
-            except Exception:
-                log.exception("eviction listener failed")
+        self._listeners.tell(self._snapshot, changes)
 
 
 def _same(previous: Eviction | None, new: Eviction) -> Eviction:

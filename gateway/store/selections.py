@@ -6,46 +6,36 @@ every change makes a new snapshot: a scan of every host per question, 10 fit
 questions a second over 5,000 hosts, was most of a replica's work. A filter's
 predicate is a function of one host's record, so the hosts it selects change
 only where a host changed: a :class:`Selection` is carried from snapshot to
-snapshot by the store (the changed hosts judged again), for as long as some
-question keeps asking it.
+snapshot by the store's views (:mod:`gateway.store.views`: the changed hosts
+judged again), for as long as some question keeps asking it.
 """
 
 from __future__ import annotations
 
 import bisect
+import sys
 from collections.abc import Callable, Iterable
 
 from gateway.domain.records import Hypervisor
 
-__all__ = ["KEEP_UNUSED", "MAX_HELD", "MAX_SELECTIONS", "Predicate", "Selection"]
+__all__ = ["Predicate", "Selection"]
 
 Predicate = Callable[[Hypervisor], bool]
 
-#: Changes a selection is carried over without being asked for before it is dropped.
-KEEP_UNUSED = 2000
-#: Selections carried at most (the most recently asked).
-MAX_SELECTIONS = 16
-#: Selections one snapshot holds at most, the oldest made dropped first: distinct
-#: filters are client input, and a quiet fleet makes no new snapshot to shed them.
-#: A selection is a name reference per host it selects: 160 kB at 20,000 hosts.
-MAX_HELD = 64
-
 
 class Selection:
-    """The names, sorted, of the hosts ``predicate`` selects, as of generation ``used``."""
+    """The names, sorted, of the hosts ``predicate`` selects."""
 
-    __slots__ = ("names", "predicate", "used")
+    __slots__ = ("names", "predicate")
 
-    def __init__(self, predicate: Predicate, names: tuple[str, ...], used: int) -> None:
+    def __init__(self, predicate: Predicate, names: tuple[str, ...]) -> None:
         self.predicate = predicate
         self.names = names
-        #: The generation it was last asked for at.
-        self.used = used
 
     @classmethod
-    def of(cls, predicate: Predicate, hosts: Iterable[Hypervisor], generation: int) -> Selection:
+    def of(cls, predicate: Predicate, hosts: Iterable[Hypervisor]) -> Selection:
         """Judged on ``hosts`` (in name order): every host the filter could select."""
-        return cls(predicate, tuple(h.name for h in hosts if predicate(h)), generation)
+        return cls(predicate, tuple(h.name for h in hosts if predicate(h)))
 
     def apply(self, removed: Iterable[Hypervisor], added: Iterable[Hypervisor]) -> Selection:
         """The selection after a change: its old records out, its new ones judged."""
@@ -57,4 +47,8 @@ class Selection:
         for hypervisor in added:
             if self.predicate(hypervisor):
                 bisect.insort(names, hypervisor.name)
-        return Selection(self.predicate, tuple(names), self.used)
+        return Selection(self.predicate, tuple(names))
+
+    def nbytes(self) -> int:
+        """A reference per host it selects (the names are the records' own)."""
+        return sys.getsizeof(self.names)

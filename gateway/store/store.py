@@ -7,10 +7,10 @@ the store changes meanwhile.
 
 Every object is parsed once per resourceVersion, and a change of one object
 copies a shard of the map by name, not the whole fleet (:mod:`gateway.store.shards`).
-What questions made of the whole fleet (ledgers of fleet totals, filters'
-selections, the consumer index) the store carries to each new snapshot by the
-change that made it, so that under churn a question reads instead of recounting
-every host.
+What questions make of the whole fleet (ledgers of fleet totals, filters'
+selections, the consumer index) the store's :attr:`Store.views` keep and carry to
+each new snapshot by the change that made it (:mod:`gateway.store.views`), so
+that under churn a question reads instead of recounting every host.
 """
 
 from __future__ import annotations
@@ -20,17 +20,19 @@ import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from gateway.domain.ledger import Journal, Step
+from gateway.domain.bounded import Memos
 from gateway.domain.parse import ParseError, parse_hypervisor
 from gateway.domain.records import Hypervisor
-from gateway.store.carried import CarriedT, Making
+from gateway.store.carried import Step
 from gateway.store.collector import collector_paused, settle
 from gateway.store.evictions import EvictionStore
+from gateway.store.listeners import Listeners
 from gateway.store.shards import ShardedMap
-from gateway.store.snapshot import Change, ChangeType, Snapshot, Table
+from gateway.store.snapshot import Change, ChangeType, Snapshot
+from gateway.store.views import Views
 
 __all__ = ["Batch", "Store"]
 
@@ -38,8 +40,8 @@ log = logging.getLogger(__name__)
 
 
 def _step(changes: list[Change], size: int) -> Step | None:
-    """The records a change set removes and adds; None when recounting a fleet of
-    ``size`` costs less than carrying sums through it (and is then what happens)."""
+    """The records a change set removes and adds; None when making views of a fleet of
+    ``size`` afresh costs less than carrying them through it (and is then what happens)."""
     if 2 * len(changes) > max(size, _RECOUNT_ABOVE):
         return None
     removed = [c.previous for c in changes if c.previous is not None]
@@ -50,7 +52,7 @@ def _step(changes: list[Change], size: int) -> Step | None:
 Listener = Callable[[Snapshot, list[Change]], None]
 
 
-#: Changes above which (and above half the fleet) ledgers are counted afresh.
+#: Changes above which (and above half the fleet) views are made afresh.
 _RECOUNT_ABOVE = 256
 #: Changed records after which the store takes the fleet out of the cyclic collector.
 #: Often, so that the records made since never fill the oldest generation: after
@@ -87,13 +89,20 @@ class Store:
 
     Its methods are synchronous. Those that change it are meant to be called from
     the event loop's thread, so each change is atomic for every reader on that
-    loop; :meth:`prepare` (parsing, which touches nothing) and :meth:`share` (what a
-    question makes of a snapshot) run in worker threads too.
+    loop; :meth:`prepare` (parsing, which touches nothing) runs in worker threads
+    too, as do questions to its :attr:`views`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, views: Views | None = None) -> None:
         self._snapshot = Snapshot(0, ShardedMap(), None)
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[Snapshot, list[Change]] = Listeners("store")
+        #: What questions make of its snapshots' fleets, kept and carried per change.
+        self.views = Views() if views is None else views
+        #: Every memo of what is made of its records, for /metrics: its views, and
+        #: what the app that serves it adds (the answers' memos, the parse memos).
+        self.memos = Memos()
+        self.memos.add(self.views)
+        self.views.published(self._snapshot, None)
         self.ready = False
         #: The source's latest position; bookmarks advance it without a new snapshot.
         self.resource_version: str | None = None
@@ -103,8 +112,6 @@ class Store:
         self._unsettled = 0
         # Content fingerprints of the objects that have no resourceVersion.
         self._fingerprints: dict[str, str] = {}
-        self._journal = Journal()
-        self._making = Making(self._journal)
         #: The operator's evictions of these hosts: a small store of their own, fed
         #: beside the fleet by the same source (gateway.store.evictions).
         self.evictions = EvictionStore()
@@ -115,8 +122,7 @@ class Store:
 
     def listen(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(snapshot, changes)`` after every change; returns an unsubscribe."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self._listeners.add(listener)
 
     def mark_ready(self) -> None:
         """The source has delivered a complete first view of the fleet."""
@@ -208,30 +214,6 @@ class Store:
         """Record a newer source position with no change to the fleet (a bookmark)."""
         self._commit(self._snapshot.by_name, [], resource_version)
 
-    def share(
-        self, table: Table[CarriedT], key: Hashable, at: Snapshot, make: Callable[[], CarriedT]
-    ) -> CarriedT:
-        """What ``make`` makes from the fleet of ``at`` (a ledger, a selection: kept in
-        ``table`` under ``key``), made once for every question asking meanwhile
-        (:mod:`gateway.store.carried`), kept on ``at`` and carried to the current
-        snapshot."""
-        value = table(at).setdefault(key, self._making.once((table, key), at.generation, make))
-        # Called from the thread that made it: the store may move on meanwhile, so
-        # carry until the snapshot reached is the current one. The journal records
-        # a change before the change is published: a snapshot seen here has its step.
-        carried = value
-        while (current := self._snapshot) is not at:
-            try:
-                brought = self._making.carry(carried, at.generation, current.generation)
-            except Exception:  # a filter that fails on a new record: judged again when asked
-                log.exception("%r failed on a changed host; not carried", key)
-                break
-            if brought is None:
-                break
-            carried = table(current).setdefault(key, brought)
-            at = current
-        return value
-
     def _parse(
         self,
         obj: Any,
@@ -271,24 +253,19 @@ class Store:
         if not changes:
             return
         old = self._snapshot
-        new = Snapshot(old.generation + 1, hypervisors, self.resource_version, self)
-        if "names" in old.__dict__ and all(c.type is ChangeType.MODIFIED for c in changes):
-            new.__dict__["names"] = old.names  # the same hosts: the same order
-        step = _step(changes, len(hypervisors))
-        self._journal.record(new.generation, step)
+        same_hosts = "names" in old.__dict__ and all(c.type is ChangeType.MODIFIED for c in changes)
+        new = Snapshot(
+            old.generation + 1,
+            hypervisors,
+            self.resource_version,
+            old.names if same_hosts else None,
+        )
+        self.views.published(new, _step(changes, len(hypervisors)))
         self._snapshot = new
-        if step is not None:
-            # After the new snapshot is published: a question counting a ledger on the
-            # old one meanwhile either is copied here or sees the new one and carries it.
-            new.take_over(old, step)
         # Freeze the fleet's records after a whole new set, and again once enough
         # single changes have made new ones (see collector.settle for why).
         self._unsettled += len(changes)
         if self._unsettled >= _SETTLE_AFTER:
             settle()
             self._unsettled = 0
-        for listener in list(self._listeners):
-            try:
-                listener(self._snapshot, changes)
-            except Exception:
-                log.exception("store listener failed")
+        self._listeners.tell(new, changes)

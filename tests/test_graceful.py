@@ -17,7 +17,7 @@ import websockets
 
 from gateway.http import server
 from gateway.http.app import create_app
-from gateway.http.serve import GracefulServer, WebSocketTracker
+from gateway.http.graceful import GracefulServer, WebSocketTracker
 from gateway.store.store import Store
 from tests import fleet
 from tests.support import StaticSource, eventually, wait_until_ready

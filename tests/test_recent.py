@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.api.events import Recent
+from gateway.api.recent import Recent
 
 
 class Thing:
@@ -10,7 +10,7 @@ class Thing:
 
 
 def test_a_value_is_found_by_the_same_objects_and_plain_key() -> None:
-    kept: Recent[str] = Recent()
+    kept: Recent[str] = Recent("test", len)
     a, b = Thing(), Thing()
     kept.put((a, b), "ab", plain="{}")
     assert kept.get((a, b), "{}") == "ab"
@@ -20,7 +20,7 @@ def test_a_value_is_found_by_the_same_objects_and_plain_key() -> None:
 
 
 def test_a_reused_id_does_not_find_what_its_predecessor_kept() -> None:
-    kept: Recent[str] = Recent()
+    kept: Recent[str] = Recent("test", len)
     a = Thing()
     kept.put((a,), "a")
     impostor = Thing()
@@ -30,7 +30,7 @@ def test_a_reused_id_does_not_find_what_its_predecessor_kept() -> None:
 
 
 def test_the_oldest_is_evicted_and_a_put_again_is_newest() -> None:
-    kept: Recent[int] = Recent(max_kept=2)
+    kept: Recent[int] = Recent("test", lambda n: 1, max_kept=2)
     a, b, c = Thing(), Thing(), Thing()
     kept.put((a,), 1)
     kept.put((b,), 2)
@@ -40,3 +40,15 @@ def test_the_oldest_is_evicted_and_a_put_again_is_newest() -> None:
     assert kept.get((a,)) == 3
     assert kept.get((b,)) is None
     assert kept.get((c,)) == 4
+
+
+def test_values_are_bounded_in_bytes_and_reported() -> None:
+    kept: Recent[str] = Recent("test", len, max_bytes=10)
+    things = [Thing() for _ in range(4)]
+    for thing, text in zip(things, ["aaaa", "bbbb", "cccc", "d" * 11], strict=True):
+        kept.put((thing,), text)
+    assert kept.get((things[3],)) is None  # larger than the budget: never kept
+    assert kept.get((things[0],)) is None  # evicted for room
+    assert kept.get((things[2],)) == "cccc"
+    figures = kept.figures()
+    assert (figures.entries, figures.bytes, figures.hits, figures.evictions) == (2, 8, 1, 1)

@@ -22,8 +22,10 @@ lock.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, NamedTuple, TypeVar
+
+from gateway.domain.bounded import Figures
 
 __all__ = ["Recent"]
 
@@ -33,19 +35,35 @@ T = TypeVar("T")
 #: kept value holds what it was made of (records a change replaced since, among them),
 #: so no more are kept than one wake-up's subscribers share.
 MAX_KEPT = 64
+#: Bytes the values may take, as ``size`` measures them.
+MAX_BYTES = 8 * 2**20
 
 
 class _Kept(NamedTuple, Generic[T]):
     same: tuple[object, ...]
     value: T
+    size: int
 
 
 class Recent(Generic[T]):
-    """Values filed under the objects they are made of, the newest ``max_kept`` kept."""
+    """Values filed under the objects they are made of, the newest kept: at most
+    ``max_kept`` of them, of at most ``max_bytes`` in all (``size`` measures one)."""
 
-    def __init__(self, max_kept: int = MAX_KEPT) -> None:
+    def __init__(
+        self,
+        name: str,
+        size: Callable[[T], int],
+        max_kept: int = MAX_KEPT,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
+        self.name = name
+        self.size = size
         self.max_kept = max_kept
+        self.max_bytes = max_bytes
         self._kept: dict[tuple[Hashable, ...], _Kept[T]] = {}
+        self._bytes = 0
+        self._hits = 0
+        self._evictions = 0
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -55,12 +73,23 @@ class Recent(Generic[T]):
         (compared by value), or None."""
         kept = self._kept.get((*map(id, same), plain))
         if kept is not None and all(a is b for a, b in zip(kept.same, same, strict=True)):
+            self._hits += 1
             return kept.value
         return None
 
     def put(self, same: tuple[object, ...], value: T, plain: Hashable = None) -> None:
+        size = self.size(value)
+        if size > self.max_bytes:
+            return
         key = (*map(id, same), plain)
-        self._kept.pop(key, None)
-        self._kept[key] = _Kept(same, value)
-        if len(self._kept) > self.max_kept:
-            del self._kept[next(iter(self._kept))]
+        replaced = self._kept.pop(key, None)
+        if replaced is not None:
+            self._bytes -= replaced.size
+        self._kept[key] = _Kept(same, value, size)
+        self._bytes += size
+        while len(self._kept) > self.max_kept or self._bytes > self.max_bytes:
+            self._bytes -= self._kept.pop(next(iter(self._kept))).size
+            self._evictions += 1
+
+    def figures(self) -> Figures:
+        return Figures(len(self._kept), self._bytes, self._hits, self._evictions)
