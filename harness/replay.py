@@ -156,7 +156,8 @@ class ReplayServer:
             first, count = int(query["first"]), int(query["count"])
             return [feed.sent.get(k) for k in range(first, first + count)]
         if path == "/replay/position":
-            return {"scheduled": feed.scheduled, "version": feed.version(feed.scheduled - 1)}
+            version = feed.version(feed.scheduled - 1)
+            return {"scheduled": feed.scheduled, "sent": len(feed.sent), "version": version}
         return {"error": f"no control {method} {path}"}
 
     async def _watch(self, writer: asyncio.StreamWriter, query: dict[str, str]) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -33,6 +34,8 @@ WATCH = {
     "resourceVersionMatch": "NotOlderThan",
 }
 _VERSION = b'"resourceVersion":"'
+#: Seconds a starting API server is given to serve the watch.
+STARTING = 300.0
 
 
 class _Metadata(msgspec.Struct):
@@ -132,8 +135,7 @@ async def record_stream(
     kept. Returns how many lines of each part were kept.
     """
     counts = {"initial": 0, "changes": 0}
-    async with http.stream("GET", HYPERVISORS, params=WATCH, timeout=None) as response:
-        response.raise_for_status()
+    async with _watch(http) as response:
         lines = _split(response.aiter_bytes())
         with (directory / "initial.jsonl").open("wb") as file:
             async for raw in lines:
@@ -148,6 +150,20 @@ async def record_stream(
                     file.write(raw + b"\n")
                     counts["changes"] += 1
     return counts
+
+
+@contextlib.asynccontextmanager
+async def _watch(http: httpx.AsyncClient) -> AsyncIterator[httpx.Response]:
+    """The watch, once the API server streams it: a server just started answers 429
+    until its watch cache holds the collection (a minute at 20,000 hosts)."""
+    deadline = time.monotonic() + STARTING
+    while True:
+        async with http.stream("GET", HYPERVISORS, params=WATCH, timeout=None) as response:
+            if response.status_code != 429 or time.monotonic() > deadline:
+                response.raise_for_status()
+                yield response
+                return
+        await asyncio.sleep(float(response.headers.get("Retry-After") or 1))
 
 
 async def _split(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

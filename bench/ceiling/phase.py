@@ -38,6 +38,8 @@ __all__ = ["KEPT_UP_GROWTH", "kept_up", "replayed"]
 #: the replay server sent nearly all it was asked to on time.
 KEPT_UP_GROWTH = 0.1
 _ON_TIME = 0.95
+#: Seconds a phase waits for the backlog of the one before to be sent.
+DRAIN = 120.0
 
 #: A change to follow: (host, resourceVersion, seconds after the window's start it is due).
 Planned = tuple[str, int, float]
@@ -51,16 +53,18 @@ async def _prober(gate: Gate, url: str, plan: list[Planned], connections: int) -
         await poller.__aenter__()
     idle = list(pollers)
     answers: list[tuple[str, int, float]] = []
-    polls = skipped = 0
+    polls = skipped = unanswered = 0
     window = await gate.ready()
 
     async def one(name: str, version: int) -> None:
-        nonlocal polls
+        nonlocal polls, unanswered
         poller = idle.pop()
         try:
             at, asked = await answered(poller, name, version, window.end + 30)
             answers.append((name, version, at))
             polls += asked
+        except TimeoutError:  # not even sent by then: the gateway fell far behind
+            unanswered += 1
         finally:
             idle.append(poller)
 
@@ -73,7 +77,7 @@ async def _prober(gate: Gate, url: str, plan: list[Planned], connections: int) -
                 skipped += 1
     for poller in pollers:
         await poller.__aexit__()
-    return {"answers": answers, "polls": polls, "skipped": skipped}
+    return {"answers": answers, "polls": polls, "skipped": skipped, "unanswered": unanswered}
 
 
 def replayed(
@@ -90,7 +94,7 @@ def replayed(
     ``names`` are the recording's changes, in order (None for a bookmark).
     """
     with httpx.Client(base_url=replay.url, timeout=60) as control:
-        position = control.get("/replay/position").json()
+        position = _drained(control)
         first, count = position["scheduled"], math.floor(rate * seconds)
         base = position["version"] - first  # change k carries base + k + 1
         plan = _sample(names, first, count, base, rate, load.probes)
@@ -129,8 +133,20 @@ def replayed(
             "errors": sum(done[kind]["errors"] for kind in QUERIES),
             "subscriptions_ended": {kind: len(done[kind]["ended"]) for kind in LIVE},
             "probe_skipped": done["probe"]["skipped"],
+            "unanswered": done["probe"]["unanswered"],
         }
     )
+
+
+def _drained(control: httpx.Client) -> dict[str, Any]:
+    """The feed's position once every change scheduled before has been sent (a phase the
+    gateway fell behind in leaves a backlog), or after :data:`DRAIN` seconds."""
+    deadline = time.monotonic() + DRAIN
+    while True:
+        position: dict[str, Any] = control.get("/replay/position").json()
+        if position["sent"] >= position["scheduled"] or time.monotonic() > deadline:
+            return position
+        time.sleep(0.5)
 
 
 def _sample(
@@ -184,6 +200,7 @@ def kept_up(phase: dict[str, Any]) -> bool:
     answer: Summary | None = phase["answer"]
     return (
         phase["achieved"] >= _ON_TIME * phase["rate"]
+        and not phase["unanswered"]
         and answer is not None
         and growth is not None
         and growth < KEPT_UP_GROWTH
