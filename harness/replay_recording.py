@@ -36,6 +36,9 @@ WATCH = {
 _VERSION = b'"resourceVersion":"'
 #: Seconds a starting API server is given to serve the watch.
 STARTING = 300.0
+#: After the writes: seconds of quiet that end a recording, and the most it waits.
+QUIET = 2.0
+DRAIN = 60.0
 
 
 class _Metadata(msgspec.Struct):
@@ -145,10 +148,13 @@ async def record_stream(
                     break
         stop = await ready()
         with (directory / "changes.jsonl").open("wb") as file, contextlib.suppress(TimeoutError):
-            async with asyncio.timeout_at(stop):  # the loop's clock is time.monotonic
+            # The loop's clock is time.monotonic. A busy API server delivers late: the
+            # writes before ``stop`` are in once the stream has been quiet for a while.
+            async with asyncio.timeout_at(stop + DRAIN) as limit:
                 async for raw in lines:
                     file.write(raw + b"\n")
                     counts["changes"] += 1
+                    limit.reschedule(min(stop + DRAIN, max(time.monotonic(), stop) + QUIET))
     return counts
 
 

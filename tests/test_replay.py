@@ -138,8 +138,9 @@ async def test_the_informer_is_ready_on_a_replay_and_applies_its_changes_in_orde
         assert applied == changes
         assert informer.status.watch_restarts >= 1 and informer.status.relists == 0
         assert informer.status.events["MODIFIED"] == len(changes)
-        sent = list(replay.feed.sent.values())
-        assert len(sent) == len(planned) and sent == sorted(sent)
+        await eventually(lambda: len(replay.feed.sent) == len(planned))
+        sent = [replay.feed.sent[k] for k in range(len(planned))]
+        assert sent == sorted(sent)
     finally:
         await cancelled([task])
 

@@ -28,6 +28,9 @@ def main() -> int:
     )
     parser.add_argument("--tail", type=float, default=5, help="seconds after each window")
     parser.add_argument("--cluster", type=Path, help="keep the loaded cluster here across runs")
+    parser.add_argument(
+        "--reuse", action="store_true", help="replay the recording left in --logs by a run before"
+    )
     parser.add_argument("--output", type=Path, help="the report in Markdown, and .json beside")
     parser.add_argument("--logs", type=Path, help="keep the logs and recordings here")
     args = parser.parse_args()
@@ -41,7 +44,9 @@ def main() -> int:
         logs.mkdir(parents=True, exist_ok=True)
         for size in (int(s) for s in args.sizes.split(",")):
             cluster = args.cluster / str(size) if args.cluster else None
-            options = Options(args.record_rate, args.record_seconds, args.max_rate, cluster)
+            options = Options(
+                args.record_rate, args.record_seconds, args.max_rate, cluster, args.reuse
+            )
             rates = [float(r) for r in args.rates.split(",")]
             runs.append(ceiling(size, rates, args.seconds, logs, log, readers, options))
             report = (

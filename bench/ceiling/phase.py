@@ -13,6 +13,7 @@ import asyncio
 import math
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -106,9 +107,10 @@ def replayed(
             control.post(
                 "/replay/play", json={"rate": rate, "start": window.start, "seconds": seconds}
             )
-            replay_cpu = cpu_seconds(replay.pid)
+            replay_cpu, waited = cpu_seconds(replay.pid), _waiting(gateway.pid)
             figures = gateway_figures(gateway, window)
             figures["replay_cpu_share"] = (cpu_seconds(replay.pid) - replay_cpu) / seconds
+            figures["gateway_waiting_share"] = (_waiting(gateway.pid) - waited) / seconds
             done = crowd.collect()
         sent = control.get("/replay/sent", params={"first": first, "count": count}).json()
     stamps = [
@@ -136,6 +138,15 @@ def replayed(
             "unanswered": done["probe"]["unanswered"],
         }
     )
+
+
+def _waiting(pid: int) -> float:
+    """Seconds the process's threads have waited for a CPU while runnable (schedstat):
+    a gateway that waits for the machine, not for its own work."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        total += int(stat.read_text().split()[1])
+    return total / 1e9
 
 
 def _drained(control: httpx.Client) -> dict[str, Any]:

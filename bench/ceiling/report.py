@@ -19,8 +19,8 @@ def _lag(runs: list[dict[str, Any]]) -> str:
     lines = [
         "| Hosts | changes/s asked / sent | send to message p50 / p99 | send to answer p50 / p99 "
         "| lag growth over the window | gateway CPU | CPU per change | : API server per write "
-        "| replay server CPU | RSS | kept up |",
-        "|" + "---|" * 11,
+        "| gateway waiting for a CPU | replay server CPU | RSS | kept up |",
+        "|" + "---|" * 12,
     ]
     for run, p in phases(runs):
         per_write = run["recorded"]["apiserver_cpu_per_write"]
@@ -29,7 +29,9 @@ def _lag(runs: list[dict[str, Any]]) -> str:
             f"| {run['size']:,} | {p['rate']:g} / {p['achieved']:.1f} "
             f"| {cell(p['message'])} | {cell(p['answer'])} | {_ms(p['growth'])} "
             f"| {p['cpu_share'] * 100:.0f}% of a core | {_ms(per_change)} "
-            f"| {_fraction(per_change, per_write)} | {p['replay_cpu_share'] * 100:.0f}% of a core "
+            f"| {_fraction(per_change, per_write)} "
+            f"| {p['gateway_waiting_share']:.0%} of the window "
+            f"| {p['replay_cpu_share'] * 100:.0f}% of a core "
             f"| {p['rss_kib'] / 1024:.0f} MiB | {'yes' if p['kept_up'] else 'no'} |"
         )
     return "\n".join(lines)

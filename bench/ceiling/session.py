@@ -29,6 +29,8 @@ __all__ = ["Options", "ceiling"]
 
 #: What a cluster directory kept between runs says about the fleet loaded into it.
 FLEET = "fleet.json"
+#: The recorder's figures, beside the recording.
+RECORDED = "recorded.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +44,8 @@ class Options:
     max_rate: float = 16_000
     #: A directory to keep the loaded cluster in between runs (a temporary one if None).
     cluster: Path | None = None
+    #: Replay the recording an earlier run left in the logs, with its figures.
+    reuse: bool = False
 
 
 def ceiling(
@@ -56,7 +60,13 @@ def ceiling(
     """The phases at ``rates``, then doubling the last one while the gateway keeps up."""
     readers, options = readers or Load(), options or Options()
     directory = logs / f"recording-{size}"
-    recorded, loaded = _record(size, directory, logs, log, readers, options)
+    figures = directory / RECORDED
+    if options.reuse and figures.exists():
+        recorded, loaded = json.loads(figures.read_text()), None
+        log(f"[ceiling {size}] replaying the recording of an earlier run")
+    else:
+        recorded, loaded = _record(size, directory, logs, log, readers, options)
+        figures.write_text(json.dumps(recorded))
     names = [line.name for line in Recording.changes_in(directory)]
     replay_port = free_port()
     replay = Server(
