@@ -124,6 +124,7 @@ def replayed(
         | _lags(stamps, done)
         | {
             "rate": rate,
+            "seconds": seconds,
             "achieved": on_time / seconds,
             "unsent": sum(1 for at in sent if at is None),
             "queries": {
@@ -133,6 +134,7 @@ def replayed(
             },
             "floor": summarize(done["floor"]["latencies"]) if done["floor"]["latencies"] else None,
             "errors": sum(done[kind]["errors"] for kind in QUERIES),
+            "messages": {kind: done[kind]["messages"] for kind in LIVE},
             "subscriptions_ended": {kind: len(done[kind]["ended"]) for kind in LIVE},
             "probe_skipped": done["probe"]["skipped"],
             "unanswered": done["probe"]["unanswered"],

@@ -19,8 +19,9 @@ def _lag(runs: list[dict[str, Any]]) -> str:
     lines = [
         "| Hosts | changes/s asked / sent | send to message p50 / p99 | send to answer p50 / p99 "
         "| lag growth over the window | gateway CPU | CPU per change | : API server per write "
-        "| gateway waiting for a CPU | replay server CPU | RSS | kept up |",
-        "|" + "---|" * 12,
+        "| gateway waiting for a CPU | replay server CPU | RSS | messages/s (totals / hosts) "
+        "| kept up |",
+        "|" + "---|" * 13,
     ]
     for run, p in phases(runs):
         per_write = run["recorded"]["apiserver_cpu_per_write"]
@@ -32,7 +33,9 @@ def _lag(runs: list[dict[str, Any]]) -> str:
             f"| {_fraction(per_change, per_write)} "
             f"| {p['gateway_waiting_share']:.0%} of the window "
             f"| {p['replay_cpu_share'] * 100:.0f}% of a core "
-            f"| {p['rss_kib'] / 1024:.0f} MiB | {'yes' if p['kept_up'] else 'no'} |"
+            f"| {p['rss_kib'] / 1024:.0f} MiB "
+            f"| {_per_second(p, 'totals')} / {_per_second(p, 'hosts')} "
+            f"| {'yes' if p['kept_up'] else 'no'} |"
         )
     return "\n".join(lines)
 
@@ -73,6 +76,10 @@ def _ceilings(runs: list[dict[str, Any]]) -> str:
             f"{_ms(recorded['apiserver_cpu_per_write'])} | {run['ready_seconds']:.1f} s |"
         )
     return "\n".join(lines)
+
+
+def _per_second(phase: dict[str, Any], kind: str) -> str:
+    return f"{phase['messages'][kind] / phase['seconds']:,.0f}"
 
 
 def _ms(seconds: float | None) -> str:
