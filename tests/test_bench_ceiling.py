@@ -15,7 +15,14 @@ from bench.stats import summarize
 
 def _phase(rate: float, achieved: float, growth: float | None) -> dict[str, Any]:
     answer = summarize([0.01])
-    return {"rate": rate, "achieved": achieved, "growth": growth, "answer": answer, "unanswered": 0}
+    return {
+        "rate": rate,
+        "achieved": achieved,
+        "events_per_second": achieved,
+        "growth": growth,
+        "answer": answer,
+        "unanswered": 0,
+    }
 
 
 def test_a_phase_kept_up_if_its_changes_left_on_time_and_its_lag_did_not_grow() -> None:
@@ -24,6 +31,7 @@ def test_a_phase_kept_up_if_its_changes_left_on_time_and_its_lag_did_not_grow() 
     assert not kept_up(_phase(1000, 700, 0.0))  # the gateway held the replay back
     assert not kept_up(_phase(1000, 1000, None))  # nothing was answered
     assert not kept_up(_phase(1000, 990, 0.02) | {"unanswered": 1})  # one change never was
+    assert not kept_up(_phase(1000, 990, 0.02) | {"events_per_second": 500})  # buffered, unread
 
 
 @pytest.mark.cluster

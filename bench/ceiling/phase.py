@@ -208,11 +208,13 @@ def _growth(samples: list[tuple[float, float]]) -> float | None:
 
 def kept_up(phase: dict[str, Any]) -> bool:
     """Whether the gateway kept up: the changes left on time (a gateway that reads too
-    slowly holds the replay's sends back) and its lag did not keep growing."""
+    slowly holds the replay's sends back, once the socket buffers are full), it applied
+    them as fast, every probed change was answered, and its lag did not keep growing."""
     growth = phase["growth"]
     answer: Summary | None = phase["answer"]
     return (
         phase["achieved"] >= _ON_TIME * phase["rate"]
+        and phase["events_per_second"] >= _ON_TIME * phase["rate"]
         and not phase["unanswered"]
         and answer is not None
         and growth is not None

@@ -17,7 +17,8 @@ def markdown(runs: list[dict[str, Any]]) -> str:
 
 def _lag(runs: list[dict[str, Any]]) -> str:
     lines = [
-        "| Hosts | changes/s asked / sent | send to message p50 / p99 | send to answer p50 / p99 "
+        "| Hosts | changes/s asked / sent / applied | send to message p50 / p99 "
+        "| send to answer p50 / p99 "
         "| lag growth over the window | gateway CPU | CPU per change | : API server per write "
         "| gateway waiting for a CPU | replay server CPU | RSS | messages/s (totals / hosts) "
         "| kept up |",
@@ -28,7 +29,8 @@ def _lag(runs: list[dict[str, Any]]) -> str:
         per_change = p["cpu_share"] / p["events_per_second"] if p["events_per_second"] else None
         lines.append(
             f"| {run['size']:,} | {p['rate']:g} / {p['achieved']:.1f} "
-            f"| {cell(p['message'])} | {cell(p['answer'])} | {_ms(p['growth'])} "
+            f"/ {p['events_per_second']:.1f} | {cell(p['message'])} | {cell(p['answer'])} "
+            f"| {_ms(p['growth'])} "
             f"| {p['cpu_share'] * 100:.0f}% of a core | {_ms(per_change)} "
             f"| {_fraction(per_change, per_write)} "
             f"| {p['gateway_waiting_share']:.0%} of the window "
