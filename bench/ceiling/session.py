@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +66,33 @@ def ceiling(
         recorded, loaded = json.loads(figures.read_text()), None
         log(f"[ceiling {size}] replaying the recording of an earlier run")
     else:
-        recorded, loaded = _record(size, directory, logs, log, readers, options)
+        recorded, loaded = _record(size, directory, log, readers, options)
         figures.write_text(json.dumps(recorded))
+    phases, ready = _replay(size, directory, rates, seconds, logs, log, readers, options)
+    kept = [p["rate"] for p in phases if p["kept_up"]]
+    return {
+        "size": size,
+        "load_seconds": loaded,
+        "recorded": recorded,
+        "ready_seconds": ready,
+        "phases": phases,
+        "ceiling": max(kept) if kept else None,
+        "ceiling_bounded": not phases[-1]["kept_up"],
+    }
+
+
+def _replay(
+    size: int,
+    directory: Path,
+    rates: list[float],
+    seconds: float,
+    logs: Path,
+    log: Any,
+    readers: Load,
+    options: Options,
+) -> tuple[list[dict[str, Any]], float]:
+    """The replay server, the floor and a gateway on the replay; every phase, and the
+    seconds the gateway took to be ready."""
     names = [line.name for line in Recording.changes_in(directory)]
     replay_port = free_port()
     replay = Server(
@@ -91,23 +117,14 @@ def ceiling(
             phase["kept_up"] = kept_up(phase)
             log(f"[ceiling {size}] sent {phase['achieved']:.1f}/s, kept up: {phase['kept_up']}")
             phases.append(phase)
+        return phases, ready
     finally:
         for server in (gateway, bare, replay):
             if server is not None:
                 server.stop()
-    kept = [p["rate"] for p in phases if p["kept_up"]]
-    return {
-        "size": size,
-        "load_seconds": loaded,
-        "recorded": recorded,
-        "ready_seconds": ready,
-        "phases": phases,
-        "ceiling": max(kept) if kept else None,
-        "ceiling_bounded": not phases[-1]["kept_up"],
-    }
 
 
-def _rates(asked: list[float], most: float, done: list[dict[str, Any]]) -> Any:
+def _rates(asked: list[float], most: float, done: list[dict[str, Any]]) -> Iterator[float]:
     """The asked rates, then double the highest while the last phase kept up."""
     yield from asked
     rate = max(asked)
@@ -117,7 +134,7 @@ def _rates(asked: list[float], most: float, done: list[dict[str, Any]]) -> Any:
 
 
 def _record(
-    size: int, directory: Path, logs: Path, log: Any, readers: Load, options: Options
+    size: int, directory: Path, log: Any, readers: Load, options: Options
 ) -> tuple[dict[str, Any], float | None]:
     """The fleet in a real API server (loaded, or kept from an earlier run), its stream
     recorded under the writers; the recording's figures and the loading's seconds."""
