@@ -193,6 +193,7 @@ class ControlPlane:
         self._binaries = self._binaries or build_binaries()
         if not self.ca_file.exists():
             self._write_credentials()
+        self._write_tokens()  # a kept ``workdir`` (its etcd data) is started with new tokens
         self._start_etcd()
         self.start_apiserver()
         self.install_crd(self.crd)
@@ -254,7 +255,6 @@ class ControlPlane:
             "rsa -in sa.key -pubout -out sa.pub",
         ):
             _openssl(d, command)
-        self._write_tokens()
 
     def issue_client_certificate(
         self, directory: Path, user: str, groups: Sequence[str] = (), trusted: bool = True

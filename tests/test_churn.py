@@ -190,3 +190,32 @@ async def test_a_still_demo_fleet_is_confirmed_without_changes() -> None:
 def test_a_negative_churn_interval_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--demo", "--demo-churn", "-1"]) == 2
     assert "churn interval must not be negative" in capsys.readouterr().err
+
+
+async def test_the_demo_churn_keeps_to_its_clock_however_long_a_step_takes() -> None:
+    """Each change costs 4 ms of the clock; ten a second are still ten a second."""
+    now = [0.0]
+    changed_at: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds
+        await asyncio.sleep(0)
+
+    def listen(snapshot: Snapshot, batch: list[Change]) -> None:
+        changed_at.extend(now[0] for c in batch if c.type is ChangeType.MODIFIED)
+        now[0] += 0.004
+
+    store = Store()
+    source = DemoSource(size=30, seed=2, churn=0.1, clock=lambda: now[0], sleep=sleep)
+    task = asyncio.create_task(source.run(store))
+    try:
+        await eventually(lambda: store.ready)
+        store.listen(listen)
+        await eventually(lambda: len(changed_at) >= 50)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    start = changed_at[0]
+    for k, at in enumerate(changed_at[:50]):
+        assert at - start == pytest.approx(k * 0.1, abs=0.0041)

@@ -27,7 +27,19 @@ from bench.stats import summarize
 from harness.crowd import Crowd, Window
 from harness.processes import Server, memory_kib
 
-__all__ = ["EVERY_HOST", "LIVE", "QUERIES", "Load", "add_readers", "measure"]
+__all__ = [
+    "EVERY_HOST",
+    "HOST",
+    "LIVE",
+    "PERIOD",
+    "QUERIES",
+    "Load",
+    "add_readers",
+    "add_writers",
+    "cpu_seconds",
+    "gateway_figures",
+    "measure",
+]
 
 ZONES = "{ fleetCapacity(groupBy: ZONE) { key resources { name capacity booked free } } }"
 PAGE = '{ hypervisors(first: 100) { nodes { name zone cpu: resource(name: "cpu") { free } memory: resource(name: "memory") { free } } } }'  # noqa: E501
@@ -89,13 +101,13 @@ def measure(
     lookups = [{"n": name} for name in watched]
     probes = min(load.probes, rate / 2)
     with Crowd() as crowd:
-        _writers(crowd, api, hosts, rate - probes, load)
+        add_writers(crowd, api, hosts, rate - probes, load)
         crowd.add("probe", writers.probe, api, gateway.url, hosts, probes, 8)
         crowd.add("watch", arrivals.watch, api)
         add_readers(crowd, gateway.url, lookups, load)
         crowd.add("floor", readers.ask, bare.url, HOST, lookups, PERIOD)
         window = crowd.open(seconds, load.tail)
-        figures = _gateway(gateway, window)
+        figures = gateway_figures(gateway, window)
         done = crowd.collect()
     figures |= _rates(done, window, rate, load.writers)
     alone = max(2 * PERIOD, min(seconds, 20))  # a page polls twice at least
@@ -122,7 +134,9 @@ def add_readers(crowd: Crowd, url: str, lookups: list[dict[str, Any]], load: Loa
         crowd.add(kind, readers.ask, url, query, loops[kind], period)
 
 
-def _writers(crowd: Crowd, api: Api, hosts: list[writers.Target], rate: float, load: Load) -> None:
+def add_writers(
+    crowd: Crowd, api: Api, hosts: list[writers.Target], rate: float, load: Load
+) -> None:
     for n in range(load.writers):
         share, offset = rate / load.writers, n / load.writers
         crowd.add(f"writer-{n}", writers.write, api, hosts, share, offset, load.in_flight)
@@ -135,13 +149,13 @@ def _achieved(done: dict[str, Any], window: Window, roles: list[str]) -> tuple[l
     return measured, len(measured) / (window.stop - window.start)
 
 
-def _gateway(gateway: Server, window: Window) -> dict[str, Any]:
+def gateway_figures(gateway: Server, window: Window) -> dict[str, Any]:
     """The gateway's CPU share, RSS, cache hit rate and events applied over the window."""
     with httpx.Client(base_url=gateway.url, timeout=30) as http:
         _sleep_until(window.start)
-        cpu, counts = _cpu_seconds(gateway.pid), _counts(http)
+        cpu, counts = cpu_seconds(gateway.pid), _counts(http)
         _sleep_until(window.stop)
-        cpu, counts = _cpu_seconds(gateway.pid) - cpu, _counts(http) - counts
+        cpu, counts = cpu_seconds(gateway.pid) - cpu, _counts(http) - counts
         rss = memory_kib(gateway.pid)["VmRSS"]
     seconds = window.stop - window.start
     return {
@@ -207,7 +221,7 @@ def _lookups(
     host to make its answer stale: exp(-2 s x writes/s / hosts).
     """
     with Crowd() as crowd, httpx.Client(base_url=gateway.url, timeout=30) as http:
-        _writers(crowd, api, hosts, rate, load)
+        add_writers(crowd, api, hosts, rate, load)
         crowd.add("host", readers.ask, gateway.url, HOST, lookups, PERIOD)
         window = crowd.open(seconds)
         _sleep_until(window.start + PERIOD)  # every page has asked once: the cache is warm
@@ -229,7 +243,7 @@ def _every_host(
     gateway for every host's name, zone, free cpu and memory: the same question, both
     ways, in one window."""
     with Crowd() as crowd:
-        _writers(crowd, api, hosts, rate, load)
+        add_writers(crowd, api, hosts, rate, load)
         crowd.add("baseline", readers.baseline, api)
         crowd.add("every", readers.ask, gateway.url, EVERY_HOST, [{"n": len(hosts)}], PERIOD)
         crowd.open(seconds)
@@ -274,7 +288,7 @@ def _counts(http: httpx.Client) -> _Counts:
     return _Counts(cache.get("hits", 0.0), cache.get("misses", 0.0), events)
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 

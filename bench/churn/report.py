@@ -6,7 +6,7 @@ from typing import Any
 
 from bench.stats import Summary
 
-__all__ = ["cell", "markdown"]
+__all__ = ["cell", "markdown", "phases", "ratio"]
 
 
 def markdown(runs: list[dict[str, Any]]) -> str:
@@ -23,16 +23,16 @@ def _queries(runs: list[dict[str, Any]]) -> str:
         "| cache hits, all | lookups alone: hits / ceiling | gateway CPU | RSS | events/s |",
         "|" + "---|" * 15,
     ]
-    for run, p in _phases(runs):
+    for run, p in phases(runs):
         q: dict[str, Summary] = p["queries"]
         base: Summary = p["baseline"]
-        ratio = f"1/{base.median / q['zones'].median:,.0f}" if "zones" in q else "-"
+        zone_ratio = f"1/{base.median / q['zones'].median:,.0f}" if "zones" in q else "-"
         every: Summary | None = p["every_host"]
         every_ratio = f"1/{base.median / every.median:,.1f}" if every else "-"
         lines.append(
             f"| {run['size']:,} | {p['rate']:g} / {p['achieved']:.1f} "
             f"| {cell(q.get('zones'))} | {cell(q.get('page'))} | {cell(q.get('fit'))} "
-            f"| {cell(q.get('host'))} | {base.median * 1e3:,.0f} ms | {ratio} "
+            f"| {cell(q.get('host'))} | {base.median * 1e3:,.0f} ms | {zone_ratio} "
             f"| {cell(every)} | {every_ratio} "
             f"| {_percent(p['hit_rate'])} "
             f"| {_percent(p['host_hit_rate'])} / {_percent(p['host_ceiling'])} "
@@ -50,10 +50,10 @@ def _floor(runs: list[dict[str, Any]]) -> str:
         "| ZONE p99 : bare | page p99 : bare | canFit p99 : bare | hypervisor(name:) p99 : bare |",
         "|" + "---|" * 7,
     ]
-    for run, p in _phases(runs):
+    for run, p in phases(runs):
         q: dict[str, Summary] = p["queries"]
         floor: Summary | None = p["floor"]
-        ratios = " | ".join(_ratio(q.get(kind), floor) for kind in ("zones", "page", "fit", "host"))
+        ratios = " | ".join(ratio(q.get(kind), floor) for kind in ("zones", "page", "fit", "host"))
         lines.append(f"| {run['size']:,} | {p['achieved']:.1f} | {cell(floor)} | {ratios} |")
     return "\n".join(lines)
 
@@ -66,24 +66,23 @@ def _freshness(runs: list[dict[str, Any]]) -> str:
         "| messages (totals / hosts) |",
         "|" + "---|" * 9,
     ]
-    for run, p in _phases(runs):
+    for run, p in phases(runs):
         d: dict[str, Summary | None] = p["delays"]
         lines.append(
             f"| {run['size']:,} | {p['achieved']:.1f} | {cell(d['watch'])} "
-            f"| {cell(d['message'])} | {_ratio(d['message'], d['watch'])} "
+            f"| {cell(d['message'])} | {ratio(d['message'], d['watch'])} "
             f"| {cell(d['answer'])} | {_p99(d['answer_watch'])} "
-            f"| {_ratio(d['answer'], d['answer_watch'])} "
+            f"| {ratio(d['answer'], d['answer_watch'])} "
             f"| {p['messages']['totals']:,} / {p['messages']['hosts']:,} |"
         )
     return "\n".join(lines)
 
 
-def _phases(runs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def phases(runs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(run, phase) for run in runs for phase in run["phases"]]
 
 
 def cell(s: Summary | None) -> str:
-    """A median and p99 in milliseconds, or - when nothing was measured."""
     return "-" if s is None else f"{s.median * 1e3:,.2f} / {s.p99 * 1e3:,.2f} ms"
 
 
@@ -91,7 +90,7 @@ def _p99(s: Summary | None) -> str:
     return "-" if s is None else f"{s.p99 * 1e3:,.2f} ms"
 
 
-def _ratio(s: Summary | None, reference: Summary | None) -> str:
+def ratio(s: Summary | None, reference: Summary | None) -> str:
     if s is None or reference is None or reference.p99 <= 0:
         return "-"
     return f"{s.p99 / reference.p99:.1f}x"

@@ -26,7 +26,7 @@ from bench.latency import POLL, Poller
 from harness.controlplane import HYPERVISORS
 from harness.crowd import Gate, Window
 
-__all__ = ["Target", "probe", "targets", "write"]
+__all__ = ["Target", "answered", "paced", "probe", "targets", "write"]
 
 JSON_PATCH = {"Content-Type": "application/json-patch+json"}
 
@@ -80,7 +80,7 @@ async def _send(http: httpx.AsyncClient, target: Target, booking: bool) -> Stamp
     return metadata["name"], int(metadata["resourceVersion"]), sent
 
 
-async def _paced(
+async def paced(
     window: Window,
     rate: float,
     offset: float,
@@ -137,7 +137,7 @@ async def write(
             else:
                 stamps.append(stamp)
 
-        skipped = await _paced(window, rate, offset, in_flight, window.end, one)
+        skipped = await paced(window, rate, offset, in_flight, window.end, one)
     return {"stamps": stamps, "failed": failed, "skipped": skipped}
 
 
@@ -172,13 +172,13 @@ async def probe(
                     return
                 stamps.append(stamp)
                 name, version, sent = stamp
-                answered, asked = await _until(poller, name, version, window.end + 30)
-                answers.append((name, version, sent, answered))
+                seen, asked = await answered(poller, name, version, window.end + 30)
+                answers.append((name, version, sent, seen))
                 polls += asked
             finally:
                 idle.append(poller)
 
-        skipped = await _paced(window, rate, 0, connections, window.stop, one)
+        skipped = await paced(window, rate, 0, connections, window.stop, one)
         for poller in pollers:
             await poller.__aexit__()
     return {
@@ -190,7 +190,7 @@ async def probe(
     }
 
 
-async def _until(poller: Poller, name: str, version: int, deadline: float) -> tuple[float, int]:
+async def answered(poller: Poller, name: str, version: int, deadline: float) -> tuple[float, int]:
     """When the gateway first answered ``name`` at ``version`` or newer, and the polls."""
     body = json.dumps({"query": POLL, "variables": {"name": name}}).encode()
     polls = 0

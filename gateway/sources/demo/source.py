@@ -25,10 +25,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gateway.sources.demo.churn import Churn
 from gateway.sources.demo.evictions import evictions
+from gateway.sources.demo.pace import Pace
 from gateway.sources.demo.plan import TRACKED, Fleet, check_tracked
 from gateway.sources.demo.render import render
 from gateway.store.collector import collector_paused
@@ -38,6 +41,9 @@ from gateway.store.store import Store
 __all__ = ["DemoSource", "Generated", "generate", "generate_fleet"]
 
 log = logging.getLogger(__name__)
+
+#: Seconds between two reports of the churn's achieved rate in the log.
+REPORT_EVERY = 60.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -91,6 +97,8 @@ class DemoSource:
 
     The fleet is always current, so the source confirms it every ``confirm_every``
     seconds (or at each change): a demo deployment's sync age stays small.
+    Changes keep to ``clock`` (:class:`~gateway.sources.demo.pace.Pace`), waiting
+    with ``sleep``; the rate achieved is logged every minute.
     """
 
     def __init__(
@@ -101,6 +109,8 @@ class DemoSource:
         churn: float = 0.0,
         confirm_every: float = 10.0,
         tracked: float = TRACKED,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         if churn < 0:
             raise ValueError(f"the churn interval must not be negative, got {churn}")
@@ -112,6 +122,8 @@ class DemoSource:
         self.churn = churn
         self.confirm_every = confirm_every
         self.status = SyncStatus(source="demo")
+        self._clock = clock
+        self._sleep = sleep
 
     async def run(self, store: Store) -> None:
         # Paused until the store has settled the fleet, as the informer's first list is:
@@ -130,7 +142,18 @@ class DemoSource:
         log.info("demo fleet loaded: %d hypervisors (seed %d)", len(fleet.objects), self.seed)
         churn = Churn(store, fleet.objects, self.seed, fleet.domains) if self.churn else None
         del fleet
+        pace = Pace(self.churn or self.confirm_every, self._clock)
+        reported = 0.0
         while True:
-            await asyncio.sleep(self.churn or self.confirm_every)
-            changed = churn.step() if churn is not None else None
-            self.status.confirm(event=changed is not None)
+            await self._sleep(pace.wait())
+            for _ in range(pace.due()):
+                changed = churn.step() if churn is not None else None
+                self.status.confirm(event=changed is not None)
+            if churn is not None and self._clock() - pace.start >= reported + REPORT_EVERY:
+                reported += REPORT_EVERY
+                log.info(
+                    "demo churn: %.1f changes/s asked, %.1f achieved (%d steps too late skipped)",
+                    1 / self.churn,
+                    pace.achieved(),
+                    pace.skipped,
+                )
