@@ -64,3 +64,20 @@ def test_settle_freezes_no_cyclic_garbage_of_the_oldest_generation() -> None:
         assert gone() is None
     finally:
         gc.unfreeze()
+
+
+def test_a_cycle_alive_at_one_settle_is_collected_at_the_next() -> None:
+    """A request in flight when the store settles (its executor, error and traceback
+    refer to each other) becomes garbage later: frozen, it was never freed."""
+    gc.unfreeze()
+    try:
+        in_flight = Cycle()
+        gone = weakref.ref(in_flight)
+        settle()  # frozen while alive
+        del in_flight
+        gc.collect()
+        assert gone() is not None  # out of the collector's reach until the next settle
+        settle()
+        assert gone() is None
+    finally:
+        gc.unfreeze()

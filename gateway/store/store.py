@@ -54,10 +54,10 @@ Listener = Callable[[Snapshot, list[Change]], None]
 
 #: Changes above which (and above half the fleet) views are made afresh.
 _RECOUNT_ABOVE = 256
-#: Changed records after which the store takes the fleet out of the cyclic collector.
-#: Often, so that the records made since never fill the oldest generation: after
-#: 1,000 changes a full collection over them paused the loop 50-170 ms at 5,000
-#: hosts; a settle costs under 1 ms at 20,000 (collector.settle says what it does).
+#: Changed records after which the store takes the fleet out of the cyclic collector,
+#: at the least; or a tenth of the fleet's, when more. A settle collects the whole
+#: heap (collector.settle says why): its cost grows with the fleet, so its interval
+#: does too, and a settle costs the same per change at every size.
 _SETTLE_AFTER = 100
 
 
@@ -265,7 +265,7 @@ class Store:
         # Freeze the fleet's records after a whole new set, and again once enough
         # single changes have made new ones (see collector.settle for why).
         self._unsettled += len(changes)
-        if self._unsettled >= _SETTLE_AFTER:
+        if self._unsettled >= max(_SETTLE_AFTER, len(hypervisors) // 10):
             settle()
             self._unsettled = 0
         self._listeners.tell(new, changes)
