@@ -270,6 +270,7 @@ def _serve(
             completed=settings.completed_bytes,
             events=settings.event_bytes,
             parse_memo=settings.parse_memo_bytes,
+            documents=settings.document_bytes,
         ),
     )
     log.info(

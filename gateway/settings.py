@@ -42,6 +42,7 @@ class Settings:
     completed_bytes: int = 32 * 1024 * 1024
     event_bytes: int = 8 * 1024 * 1024
     parse_memo_bytes: int = 16 * 1024 * 1024
+    document_bytes: int = 16 * 1024 * 1024
     trusted_documents: str | None = None
     coalesce_interval: float = 1.0
     auth: str | None = None
@@ -73,12 +74,15 @@ class Settings:
         parsed parts: what one client's queries can grow the gateway's memory by."""
         cached = self.cache_bytes if self.cache == "memory" else 0
         answers = self.completed_bytes + ANSWER_EVENT_MEMOS * self.event_bytes
-        parsing = parse_memos * self.parse_memo_bytes
+        parsing = parse_memos * self.parse_memo_bytes + DOCUMENT_MEMOS * self.document_bytes
         return self.views_bytes + answers + parsing + cached + self.persisted_bytes
 
 
 #: The memos each given --event-bytes: subscription results, payloads and totals.
 ANSWER_EVENT_MEMOS = 3
+#: The memos each given --document-bytes: documents parsed, validated, prepared
+#: requests (gateway.http.operations), and subscriptions' documents (gateway.api.schema).
+DOCUMENT_MEMOS = 4
 
 _OPTIONS: list[tuple[str, str, type, str]] = [
     ("host", "GATEWAY_HOST", str, "address to bind (default 127.0.0.1)"),
@@ -162,6 +166,13 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_PARSE_MEMO_BYTES",
         int,
         "bytes each memo of parsed parts may take (default 16777216: 16 MiB)",
+    ),
+    (
+        "document_bytes",
+        "GATEWAY_DOCUMENT_BYTES",
+        int,
+        "bytes each of: documents parsed, validated, requests prepared, subscriptions' "
+        "documents, charged by their length (default 16777216: 16 MiB)",
     ),
     (
         "trusted_documents",

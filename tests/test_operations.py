@@ -10,9 +10,10 @@ from urllib.parse import urlencode
 import pytest
 from graphql import print_ast
 
+from gateway.api.documents import BYTES_PER_CHARACTER, DOCUMENT_BYTES
 from gateway.api.limits import Limits
 from gateway.api.schema import LIVE_FIELDS, schema
-from gateway.http.operations import MEMO_PAYLOAD_BYTES, Operations
+from gateway.http.operations import Operations
 from gateway.http.request import RequestError
 from gateway.sources.demo.source import generate
 from gateway.store.store import Store
@@ -39,20 +40,34 @@ def test_a_repeated_payload_is_worked_out_once(operations: Operations) -> None:
 
 
 def test_large_payloads_are_not_kept(operations: Operations) -> None:
-    padded = body(variables={"n": "x" * MEMO_PAYLOAD_BYTES})
+    """An entry is charged by its text's length; one over a sixteenth of the budget
+    (a payload of 8 KiB under the default 16 MiB) is worked out every time."""
+    padded = body(variables={"n": "x" * (DOCUMENT_BYTES // 16 // BYTES_PER_CHARACTER)})
     first = operations.prepare("POST", padded)
     again = operations.prepare("POST", padded)
     assert again is not first and again.params == first.params
 
 
 def test_long_documents_are_parsed_each_time_not_kept(operations: Operations) -> None:
-    """The parse and validation memos count entries: a document up to the body limit
-    (a long string argument) would make each entry a megabyte's."""
     short = '{ hypervisor(name: "a") { name } }'
-    long = '{ hypervisor(name: "%s") { name } }' % ("x" * MEMO_PAYLOAD_BYTES)
+    long = '{ hypervisor(name: "%s") { name } }' % ("x" * 8192)
     assert operations.parse(short) is operations.parse(short)
     assert operations.parse(long) is not operations.parse(long)
     assert print_ast(operations.parse(long)) == print_ast(operations.parse(long))
+
+
+def test_distinct_documents_stay_within_the_budget() -> None:
+    """Distinct texts are client input: each memo keeps the latest within its bytes."""
+    operations = Operations(schema._schema, Limits(), memo_bytes=256 * 2**10)
+    texts = [f'{{ a{n}: hypervisor(name: "{n}") {{ name }} }}' for n in range(500)]
+    for text in texts:
+        operations.validate(text)
+        operations.prepare("POST", body(text))
+    for memo in operations.memos:
+        figures = memo.figures()
+        assert 0 < figures.bytes <= memo.max_bytes, memo.name
+        assert figures.evictions > 0, memo.name
+    assert operations.parse(texts[-1]) is operations.parse(texts[-1])  # the latest kept
 
 
 def test_get_reads_the_query_string(operations: Operations) -> None:

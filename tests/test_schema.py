@@ -4,6 +4,7 @@ every breaking change since the last release is in CHANGELOG.md."""
 import re
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 from graphql import (
     BreakingChange,
@@ -17,8 +18,10 @@ from graphql import (
     get_named_type,
 )
 
-from gateway.api.schema import schema, sdl
+from gateway.api.documents import BYTES_PER_CHARACTER, Documents
+from gateway.api.schema import SUBSCRIPTION_DOCUMENTS, schema, sdl
 from gateway.cli import main
+from gateway.domain.bounded import Memos
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILTIN = {"String", "Int", "Float", "Boolean", "ID"}
@@ -120,19 +123,18 @@ def test_the_changelog_check_finds_an_unlisted_change() -> None:
     assert [_coordinate(d) for d in unlisted] == ["Query.b"]
 
 
-def test_documents_strawberry_keeps_are_short_ones() -> None:
-    """Its parse and validation caches count entries: a long document is parsed alone."""
-    import uuid
-
-    from strawberry.extensions.parser_cache import _get_parse_cache
-
-    from gateway.api.schema import DOCUMENTS, KEPT_DOCUMENT_BYTES
-
-    kept = _get_parse_cache(DOCUMENTS)
-    before = kept.cache_info().currsize
-    long = "{ __typename }" + " " * KEPT_DOCUMENT_BYTES
-    assert schema.execute_sync(long).data == {"__typename": "Query"}
-    assert kept.cache_info().currsize == before
-    short = f"{{ __typename }} # {uuid.uuid4()}"
-    assert schema.execute_sync(short).data == {"__typename": "Query"}
-    assert kept.cache_info().currsize == min(before + 1, DOCUMENTS)
+def test_subscriptions_documents_are_kept_in_the_apps_memo() -> None:
+    """Strawberry parses and validates each text once, in the memo of the context's store."""
+    memos = Memos()
+    kept = memos.add(Documents(SUBSCRIPTION_DOCUMENTS, max_bytes=2**20))
+    context = SimpleNamespace(store=SimpleNamespace(memos=memos))
+    for _ in range(2):
+        assert schema.execute_sync("{ __typename }", context_value=context).data == {
+            "__typename": "Query"
+        }
+    answer = schema.execute_sync("{ nope }", context_value=context)
+    assert answer.errors and "nope" in answer.errors[0].message
+    figures = kept.figures()
+    # Six look-ups (a parse and a validation each time); only a text's first parse makes.
+    assert (figures.entries, figures.hits) == (2, 4)
+    assert figures.bytes == len("{ __typename }{ nope }") * BYTES_PER_CHARACTER

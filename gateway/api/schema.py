@@ -7,16 +7,18 @@ precomputed records in it; none of them talks to Kubernetes or the file system.
 import datetime
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
-from typing import Annotated
+from typing import Annotated, Any
 
 import strawberry
-from strawberry.extensions import ParserCache, ValidationCache
+from graphql import DocumentNode, GraphQLError, parse, validate
+from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import Info
 
 from gateway.api.arguments import SCALARS, UUID
 from gateway.api.catalog import Asked, DrainArg, Flavor, SlotGroup, flavor_slots
 from gateway.api.context import Context
+from gateway.api.documents import Documents
 from gateway.api.drain import DrainPlan, drain_plan
 from gateway.api.enums import CapacityView, FleetGrouping
 from gateway.api.evictions import Eviction, EvictionFilter, available, matching_evictions
@@ -423,36 +425,56 @@ DIRECT_LOOKUPS = (
         )
     ),
 )
-#: Subscription documents whose parse and validation are kept (as the HTTP side keeps its).
-DOCUMENTS = 1024
-#: Longest document kept: the caches count entries, so each must be small (a document
-#: of the body limit's megabyte took three times that once parsed).
-KEPT_DOCUMENT_BYTES = 8192
+#: The memo (gateway.api.documents) that keeps subscriptions' documents, parsed and
+#: validated, in the store's memos: subscribers of one text share one document, and
+#: so the objects completed for it.
+SUBSCRIPTION_DOCUMENTS = "subscription documents"
 #: Types whose objects are store records (or a ledger's totals), immutable and shared
 #: by every answer.
 REUSABLE_TYPES = ("Hypervisor", "FleetGroup")
 
 
-class _ShortParserCache(ParserCache):
-    """Strawberry's parser cache, for documents of at most :data:`KEPT_DOCUMENT_BYTES`;
-    Strawberry parses a longer one itself."""
+class _Checked:
+    """A subscription's document, and its validation errors once validated."""
+
+    __slots__ = ("document", "errors")
+
+    def __init__(self, document: DocumentNode) -> None:
+        self.document = document
+        self.errors: list[GraphQLError] | None = None
+
+
+class _KeptDocuments(SchemaExtension):
+    """Strawberry's parse and validation of a document, kept in the app's memo of
+    subscriptions' documents (bounded in bytes) when the context's store has one."""
 
     def on_parse(self) -> Iterator[None]:
-        if len(self.execution_context.query or "") > KEPT_DOCUMENT_BYTES:
-            yield
-        else:
-            yield from super().on_parse()
-
-
-class _ShortValidationCache(ValidationCache):
-    """Strawberry's validation cache (keyed by the document, which it keeps), for
-    documents of at most :data:`KEPT_DOCUMENT_BYTES`; a longer one is validated alone."""
+        ec = self.execution_context
+        memo = _documents(ec.context)
+        if memo is not None and ec.query:
+            query, options = ec.query, ec.parse_options
+            checked = memo.get(query, len(query), lambda: _Checked(parse(query, **options)))
+            ec.graphql_document = checked.document
+        yield
 
     def on_validate(self) -> Iterator[None]:
-        if len(self.execution_context.query or "") > KEPT_DOCUMENT_BYTES:
-            yield
-        else:
-            yield from super().on_validate()
+        ec = self.execution_context
+        memo = _documents(ec.context)
+        if memo is not None and ec.query and ec.graphql_document is not None:
+            document = ec.graphql_document
+            checked = memo.get(ec.query, len(ec.query), lambda: _Checked(document))
+            if checked.document is document:
+                if checked.errors is None:
+                    rules = ec.validation_rules
+                    checked.errors = validate(ec.schema._schema, document, rules)
+                ec.pre_execution_errors = checked.errors
+        yield
+
+
+def _documents(context: Any) -> Documents[str, _Checked] | None:
+    memos = getattr(getattr(context, "store", None), "memos", None)
+    found = memos.get(SUBSCRIPTION_DOCUMENTS) if memos is not None else None
+    return found if isinstance(found, Documents) else None
 
 
 def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
@@ -472,10 +494,7 @@ def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),
         execution_context_class=Executor if shortcuts else None,
-        extensions=[
-            lambda: _ShortParserCache(maxsize=DOCUMENTS),
-            lambda: _ShortValidationCache(maxsize=DOCUMENTS),
-        ],
+        extensions=[_KeptDocuments],
     )
     if shortcuts:
         shortcut_resolvers(built, DIRECT_LOOKUPS)

@@ -18,9 +18,10 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.api.context import Context
+from gateway.api.documents import DOCUMENT_BYTES, Documents
 from gateway.api.limits import Limits
 from gateway.api.memos import COMPLETED_BYTES, EVENT_BYTES, Answers
-from gateway.api.schema import LIVE_FIELDS, schema
+from gateway.api.schema import LIVE_FIELDS, SUBSCRIPTION_DOCUMENTS, schema
 from gateway.domain import memo
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.access import RequestObserver
@@ -61,6 +62,8 @@ class Budgets:
     events: int = EVENT_BYTES
     #: Each parse memo of the process (gateway.domain.memo).
     parse_memo: int = memo.BUDGET
+    #: Each memo of documents: parsed, validated, prepared, subscriptions' (gateway.api.documents).
+    documents: int = DOCUMENT_BYTES
 
 
 def create_app(
@@ -164,7 +167,10 @@ def create_app(
         validation_rules=() if introspection else (NoSchemaIntrospectionCustomRule,),
         uncacheable=LIVE_FIELDS,
         persisted=persisted,
+        memo_bytes=budgets.documents,
     )
+    for kept in (*operations.memos, Documents(SUBSCRIPTION_DOCUMENTS, budgets.documents)):
+        store.memos.add(kept)
     execution = Execution(schema._schema, limits, tracing)
     endpoint = GraphQLEndpoint(
         operations,

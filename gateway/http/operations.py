@@ -7,14 +7,15 @@ filed under) is kept per distinct payload; parsing and validation results are
 kept per distinct document text, so spellings of one payload share them. A
 repeated request then goes from its bytes to its cached answer with a few
 lookups, and a new one with the same document skips parsing and validation.
+Each of the three is a memo bounded in bytes (:mod:`gateway.api.documents`),
+which the app reports with its others.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from graphql import (
     ASTValidationRule,
@@ -36,6 +37,7 @@ from graphql.validation.validation_context import MAX_FRAGMENT_WORK
 
 from gateway.api.codes import Code, coded
 from gateway.api.cost import Profile, Profiles, estimate
+from gateway.api.documents import DOCUMENT_BYTES, Documents
 from gateway.api.limits import LimitError, Limits, check_document
 from gateway.api.rules import argument_rules, check_with_variables
 from gateway.api.validation import specified
@@ -44,14 +46,10 @@ from gateway.http.persisted import PersistedQueries
 from gateway.http.request import Params, RequestError, params_of
 from gateway.store.snapshot import Snapshot
 
-__all__ = ["MEMO_PAYLOAD_BYTES", "Operations", "PreparedOperation"]
+__all__ = ["Operations", "PreparedOperation"]
 
-#: Payloads up to this size are kept with what they decide; dashboards' are under 2 KiB.
-MEMO_PAYLOAD_BYTES = 8192
 #: Validation errors reported before validation stops (graphql-core's default).
 MAX_VALIDATION_ERRORS = 100
-
-_R = TypeVar("_R")
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -83,23 +81,11 @@ class PreparedOperation:
         return self._digest
 
 
-def _short_kept(entries: int, work: Callable[[str], _R]) -> Callable[[str], _R]:
-    """``work`` remembered for the last ``entries`` queries of at most
-    :data:`MEMO_PAYLOAD_BYTES`: the entries are counted, so each must be small (a
-    longer query, up to the body limit, kept a document of three times its size)."""
-    remembered = functools.lru_cache(maxsize=entries)(work)
-
-    def kept(query: str) -> _R:
-        return remembered(query) if len(query) <= MEMO_PAYLOAD_BYTES else work(query)
-
-    return kept
-
-
 class Operations:
     """Parses, checks and validates the requests of one schema, remembering the results.
 
-    Each cache holds ``cache_size`` entries; failures are never kept (a failing
-    request pays its full price every time, as it should).
+    Each memo may take ``memo_bytes``; failures are never kept (a failing request
+    pays its full price every time, as it should).
     """
 
     def __init__(
@@ -109,7 +95,7 @@ class Operations:
         *,
         validation_rules: Sequence[type[ASTValidationRule]] = (),
         uncacheable: frozenset[str] = frozenset(),
-        cache_size: int = 1024,
+        memo_bytes: int = DOCUMENT_BYTES,
         persisted: PersistedQueries | None = None,
     ) -> None:
         self.schema = schema
@@ -119,16 +105,30 @@ class Operations:
         self.uncacheable = uncacheable
         #: Documents named by hash; a request so resolved is remembered with its payload.
         self.persisted = persisted or PersistedQueries()
-        self.parse = _short_kept(cache_size, self._parse)
-        self.validate = _short_kept(cache_size, self._validate)
-        self._remembered = functools.lru_cache(maxsize=cache_size)(self._prepare)
+        self._parsed: Documents[str, DocumentNode] = Documents("parsed documents", memo_bytes)
+        self._validated: Documents[str, str | None] = Documents("validated documents", memo_bytes)
+        self._prepared: Documents[tuple[str, bytes], PreparedOperation] = Documents(
+            "prepared requests", memo_bytes
+        )
         self._profiles = Profiles()
 
+    @property
+    def memos(self) -> tuple[Documents[Any, Any], ...]:
+        """What it keeps, for the app to report."""
+        return (self._parsed, self._validated, self._prepared)
+
     def prepare(self, method: str, payload: bytes) -> PreparedOperation:
-        """What the request decides; remembered unless its payload is large."""
-        if len(payload) > MEMO_PAYLOAD_BYTES:
-            return self._prepare(method, payload)
-        return self._remembered(method, payload)
+        """What the request decides; remembered per distinct payload."""
+        return self._prepared.get(
+            (method, payload), len(payload), lambda: self._prepare(method, payload)
+        )
+
+    def parse(self, query: str) -> DocumentNode:
+        return self._parsed.get(query, len(query), lambda: self._parse(query))
+
+    def validate(self, query: str) -> str | None:
+        """Check limits, then validate (see :meth:`_validate`); remembered per text."""
+        return self._validated.get(query, len(query), lambda: self._validate(query))
 
     def _prepare(self, method: str, payload: bytes) -> PreparedOperation:
         return self.prepare_params(params_of(method, payload, self.limits.max_json_depth))
