@@ -10,9 +10,11 @@ from typing import Any
 import httpx
 import pytest
 import websockets
+from strawberry.http.exceptions import WebSocketDisconnected
 
 from gateway.api.budget import Overrun
 from gateway.api.limits import Limits
+from gateway.http.websocket import send_while_connected
 from gateway.sources.demo.source import generate
 from tests import fleet
 from tests.support import eventually, run_server, watch_workers
@@ -184,3 +186,25 @@ async def test_codes_rules_and_warnings_reach_websocket_clients_too() -> None:
     assert [w["code"] for w in page_size["extensions"]["warnings"]] == ["PAGE_SIZE_CLAMPED"]
     assert warned["data"] == {"hypervisors": {"totalCount": 20}}
     assert [w["code"] for w in warned["extensions"]["warnings"]] == ["UNKNOWN_RESOURCE"]
+
+
+class _Gone:
+    """A connection whose client has left: what a send meets after a dropped socket."""
+
+    async def send_json(self, message: Any) -> None:
+        raise WebSocketDisconnected
+
+
+class _Open:
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    async def send_json(self, message: Any) -> None:
+        self.sent.append(message)
+
+
+async def test_a_send_to_a_client_that_left_is_no_error() -> None:
+    await send_while_connected(_Gone(), {"type": "next"})  # does not raise
+    connected = _Open()
+    await send_while_connected(connected, {"type": "next"})
+    assert connected.sent == [{"type": "next"}]

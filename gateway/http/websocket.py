@@ -24,6 +24,7 @@ message without a type, a subscribe or start whose payload is not an object.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -37,6 +38,7 @@ from starlette.websockets import WebSocket, WebSocketState
 from strawberry import Schema
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.schema import BaseSchema
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -64,7 +66,7 @@ from gateway.store.feed import Feed
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
 
-__all__ = ["Streams", "SubscriptionServer"]
+__all__ = ["Streams", "SubscriptionServer", "send_while_connected"]
 
 #: The type of a message that could not be read: no JSON text can produce it.
 INVALID = object()
@@ -174,6 +176,9 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             message["payload"]["query"] = Document.of(message["payload"])
         await super().handle_message(message)
 
+    async def send_message(self, message: Any) -> None:
+        await send_while_connected(self.websocket, message)
+
 
 class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
     """graphql-ws (legacy), closing with 4400 where it would drop the connection or ignore."""
@@ -187,6 +192,21 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
         if message["type"] == "start":
             message["payload"]["query"] = Document.of(message["payload"])
         await super().handle_message(message)
+
+    async def send_message(self, message: Any) -> None:
+        await send_while_connected(self.websocket, message)
+
+
+async def send_while_connected(websocket: Any, message: Any) -> None:
+    """Send ``message``, unless the client has gone.
+
+    A subscriber that drops its connection mid-stream is no fault of the gateway's,
+    but Strawberry's handlers let the send's error out of the operation's task: an
+    error and its traceback in the log per subscriber that left (graphql-ws's task
+    never even awaited). The connection's end cancels its operations all the same.
+    """
+    with contextlib.suppress(WebSocketDisconnected):
+        await websocket.send_json(message)
 
 
 def _malformed(message: Any) -> str | None:
