@@ -20,6 +20,7 @@ from gateway.api.schema import schema
 from gateway.http.cache import BoundedMemoryCache, Entry, ResponseCache, redis_backend
 from gateway.store.reads import Reads
 from gateway.store.store import Store
+from harness.controlplane import free_port
 from tests import fleet
 from tests.support import Clock, StaticSource, serve
 
@@ -223,15 +224,9 @@ def test_cache_never_answers_older_than_the_store(steps: list[tuple[Any, ...]]) 
 # A real Redis server on loopback.
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class RedisServer:
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:

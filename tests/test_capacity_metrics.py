@@ -9,7 +9,6 @@ import gc
 import itertools
 import json
 import random
-import socket
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
@@ -30,6 +29,7 @@ from gateway.http.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposi
 from gateway.http.capacity_text import HostLines
 from gateway.sources.demo.source import generate
 from gateway.store.store import Store
+from harness.controlplane import free_port
 from tests import fleet as hand_made
 from tests.objects import hypervisor
 from tests.support import eventually, query, run_server, serve
@@ -477,13 +477,6 @@ async def test_the_series_ask_for_a_token_as_graphql_does_and_metrics_does_not()
 # A real Prometheus scraping the real app.
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @contextlib.asynccontextmanager
 async def prometheus(*targets: str) -> AsyncIterator[httpx.AsyncClient]:
     """Prometheus on loopback scraping the ``targets``' /metrics/capacity every second."""
@@ -503,7 +496,7 @@ async def prometheus(*targets: str) -> AsyncIterator[httpx.AsyncClient]:
                 }
             )
         )
-        port = _free_port()
+        port = free_port()
         process = await asyncio.create_subprocess_exec(
             PROMETHEUS,
             f"--config.file={config}",

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from gateway.http import server
 from gateway.http.app import create_app
 from gateway.http.graceful import GracefulServer, WebSocketTracker
 from gateway.store.store import Store
+from harness.controlplane import free_port
 from tests import fleet
 from tests.support import StaticSource, eventually, wait_until_ready
 
@@ -72,15 +72,8 @@ async def test_shutdown_closes_subscriptions_of_both_protocols_with_1001() -> No
     assert not tracker.open
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 async def test_sigterm_stops_the_real_gateway_cleanly_and_quickly() -> None:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
     command = [sys.executable, "-m", "gateway", "serve", "--demo", "--demo-size", "20"]
     process = subprocess.Popen(  # noqa: ASYNC220 - started once, then only waited for in a thread

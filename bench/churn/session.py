@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +10,10 @@ from bench.churn.phase import Load, measure
 from bench.churn.writers import targets
 from bench.fleet import Api, load
 from gateway.sources.demo.source import generate
-from harness.controlplane import ControlPlane
+from harness.controlplane import ControlPlane, free_port
 from harness.processes import Server
 
-__all__ = ["churn", "free_port"]
+__all__ = ["churn"]
 
 
 def churn(
@@ -61,11 +60,3 @@ def churn(
             gateway.stop()
         bare.stop()
         plane.stop()
-
-
-def free_port() -> int:
-    """A port on loopback that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port

@@ -12,11 +12,11 @@ import httpx
 
 from bench.churn.phase import LIVE as CHURN_LIVE
 from bench.churn.phase import QUERIES, Load, add_readers
-from bench.churn.session import free_port
 from bench.soak import clients
 from bench.soak.logs import errors
 from bench.soak.samples import Sample, budgets, sample
 from bench.stats import summarize
+from harness.controlplane import free_port
 from harness.crowd import Crowd, Window
 from harness.processes import Server, memory_kib
 
