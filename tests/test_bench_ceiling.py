@@ -41,7 +41,11 @@ def test_a_tiny_ceiling_run_records_replays_and_steps_the_rate(tmp_path: Path) -
     run = ceiling(12, [8], 3, tmp_path, log=lambda message: None, readers=load, options=options)
 
     assert run["recorded"]["writes"] > 0 and run["recorded"]["apiserver_cpu_per_write"] > 0
-    assert [p["rate"] for p in run["phases"]][:2] == [8, 16]
+    # The asked rate, then doubled for as long as the phase before kept up (a tiny
+    # fleet on a loaded machine may not keep up even at 8 a second).
+    rates, kept_ups = [p["rate"] for p in run["phases"]], [p["kept_up"] for p in run["phases"]]
+    assert rates == [8 * 2**n for n in range(len(rates))] and rates[-1] <= 32
+    assert all(kept_ups[:-1]) and (not kept_ups[-1] or rates[-1] * 2 > 32)
     for phase in run["phases"]:
         assert phase["achieved"] > 0 and phase["unsent"] == 0
         assert phase["message"] is not None and phase["answer"] is not None

@@ -250,16 +250,6 @@ def test_subscription_events_are_executed_by_the_same_executor() -> None:
     assert build_schema(shortcuts=False).execution_context_class is not Executor
 
 
-def test_subscribers_of_one_text_share_its_parsed_document() -> None:
-    """Strawberry parses each subscription itself; cached, one text is one document,
-    which is what completed objects are kept by."""
-    from strawberry.extensions import ParserCache, ValidationCache
-
-    made = [factory() for factory in schema.extensions]  # type: ignore[operator]
-    assert any(isinstance(m, ParserCache) for m in made)
-    assert any(isinstance(m, ValidationCache) for m in made)
-
-
 @pytest.mark.parametrize("overrun", [False, True])
 def test_an_operation_frees_its_snapshot_without_the_cyclic_collector(overrun: bool) -> None:
     """Answered, or ended by its budget in the middle (a frozen executor that is then
