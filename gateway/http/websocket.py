@@ -35,6 +35,7 @@ import msgspec
 from graphql import GraphQLError, OperationType
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketState
+from starlette.websockets import WebSocketDisconnected as ClosedAlready
 from strawberry import Schema
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
@@ -204,8 +205,10 @@ async def send_while_connected(websocket: Any, message: Any) -> None:
     but Strawberry's handlers let the send's error out of the operation's task: an
     error and its traceback in the log per subscriber that left (graphql-ws's task
     never even awaited). The connection's end cancels its operations all the same.
+    Strawberry turns the client's leaving into its WebSocketDisconnected; a send after
+    the server's own close frame is Starlette's of the same name.
     """
-    with contextlib.suppress(WebSocketDisconnected):
+    with contextlib.suppress(WebSocketDisconnected, ClosedAlready):
         await websocket.send_json(message)
 
 
