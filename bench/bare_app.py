@@ -35,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    # The gateway's own uvicorn settings (gateway.http.serve.serve), one worker.
+    # The gateway's own uvicorn settings (gateway.http.graceful.serve), one worker.
     config = server.config(
         app,
         host="127.0.0.1",
