@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 from decimal import Decimal
 from typing import Any
 
@@ -147,6 +148,49 @@ async def test_the_demo_source_churns_and_confirms() -> None:
         await eventually(lambda: sum(c.type is ChangeType.MODIFIED for c in changes) >= 3)
         assert source.status.seconds_since_confirmed() < 1
         assert source.status.last_event_at is not None
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+def test_each_change_gets_the_next_resource_version_and_the_store_keeps_it() -> None:
+    fleet = generate(40, seed=3)
+    store = served(fleet)
+    churn = Churn(store, fleet, seed=3, version=40)
+    versions = []
+    for _ in range(5):
+        changed = churn.step()
+        assert changed is not None
+        versions.append(changed["metadata"]["resourceVersion"])
+        assert store.snapshot.by_name[changed["metadata"]["name"]].resource_version == versions[-1]
+    assert versions == ["41", "42", "43", "44", "45"]
+
+
+def test_the_objects_kept_to_change_are_out_of_the_collectors_reach() -> None:
+    """Decoded, a large fleet's objects made every collection of the heap walk them."""
+    fleet = generate(20, seed=1)
+    churn = Churn(served(fleet), fleet, seed=1)
+    churn.step()
+    assert churn.objects
+    assert not any(gc.is_tracked(kept) for kept in churn.objects.values())
+
+
+async def test_the_demo_source_versions_every_object_as_an_api_server_does() -> None:
+    store, versions = Store(), []
+
+    def listen(snapshot: Snapshot, batch: list[Change]) -> None:
+        versions.extend(int(c.hypervisor.resource_version or 0) for c in batch)
+
+    source = DemoSource(size=30, seed=2, churn=0.01)
+    task = asyncio.create_task(source.run(store))
+    try:
+        await eventually(lambda: store.ready)
+        first = [int(h.resource_version or 0) for h in store.snapshot.by_name.values()]
+        assert sorted(first) == list(range(1, 31))
+        store.listen(listen)
+        await eventually(lambda: len(versions) >= 3)
+        assert versions == sorted(versions) and versions[0] > 30
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

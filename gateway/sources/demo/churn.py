@@ -11,6 +11,13 @@ were, as if the agent had not yet reported them), so that an untracked fleet
 (``--demo-tracked 0``) moves as well. The steps come from a seeded generator:
 one seed, one sequence of changes. Each change is applied to the store that
 serves the fleet, whose parsed records also tell what fits where.
+
+The objects to change are kept encoded (msgpack), as an API server keeps them,
+and decoded for the step that changes one: decoded, a 20,000-host fleet is a
+million dicts and lists, each walked by every collection of the whole heap (the
+store's settle): 1.36 s per collection, against 0.04 s for the store's own
+records, which the collector does not track. A step decodes one host's object
+(about 0.1 ms), and has a copy of its own to change.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
+
+import msgspec
 
 from gateway.domain import capacity
 from gateway.domain.quantity import QuantityError, format_quantity, parse_quantity
@@ -35,7 +44,7 @@ class Churn:
 
     ``domains`` gives the size of the libvirt domains on untracked hosts, by
     instance UUID (their objects only list the instances); a tracked host's
-    bookings give its own.
+    bookings give its own. The changes are versions ``version + 1`` on.
     """
 
     def __init__(
@@ -44,13 +53,14 @@ class Churn:
         objects: Iterable[dict[str, Any]],
         seed: int = 0,
         domains: Mapping[str, Mapping[str, Any]] | None = None,
+        version: int = 0,
     ) -> None:
         self.store = store
         self.rng = random.Random(seed)
         self.domains = dict(domains or {})
         records = store.snapshot.by_name
         self.objects = {
-            name: o
+            name: _encode(o)
             for o in objects
             if (name := o["metadata"]["name"]) in records
             and _changeable(o, records[name])
@@ -58,13 +68,16 @@ class Churn:
         }
         self.names = sorted(self.objects)
         self.created = 0
+        #: The resourceVersion of the last change: each step's object gets the next, as
+        #: an API server's write does (a store compares versions, not contents).
+        self.version = version
 
     def step(self) -> dict[str, Any] | None:
         """Change one host in the store; its new object, or None when no host can change."""
         if not self.names:
             return None
         name = self.rng.choice(self.names)
-        obj = self.objects[name]
+        obj = _decode(self.objects[name])
         templates, deletable = self._instances(obj)
         template = self.rng.choice(templates) if templates else None
         if (
@@ -77,7 +90,9 @@ class Churn:
             changed = self._delete(obj, self.rng.choice(deletable))
         else:
             return None
-        self.objects[name] = changed
+        self.version += 1
+        changed["metadata"]["resourceVersion"] = str(self.version)
+        self.objects[name] = _encode(changed)
         self.store.upsert(changed)
         return changed
 
@@ -98,24 +113,24 @@ class Churn:
         return consumers, deletable
 
     def _create(self, obj: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
-        new = _renewed(obj)
+        """``obj`` (a host's object, decoded for this step) with one instance more."""
         consumer = copy.deepcopy(template)
         consumer.update(uuid=str(uuid.UUID(int=self.rng.getrandbits(128), version=4)))
-        if "bookings" in new["spec"]:
+        if "bookings" in obj["spec"]:
             consumer.update(consumerType="INSTANCE", consumerGeneration=1)
-            new["spec"]["bookings"].append({"consumer": consumer})
+            obj["spec"]["bookings"].append({"consumer": consumer})
         else:
             self.domains[consumer["uuid"]] = consumer["resources"]
         self.created += 1
         instance = {"id": consumer["uuid"], "name": f"demo-{self.created:06d}", "active": True}
-        new["status"]["instances"].append(instance)
-        _account(new["status"], consumer["resources"], 1)
-        return new
+        obj["status"]["instances"].append(instance)
+        _account(obj["status"], consumer["resources"], 1)
+        return obj
 
     def _delete(self, obj: dict[str, Any], consumer: dict[str, Any]) -> dict[str, Any]:
-        new = _renewed(obj)
+        """``obj`` without the instance of ``consumer``."""
         gone = consumer["uuid"]
-        spec, status = new["spec"], new["status"]
+        spec, status = obj["spec"], obj["status"]
         if "bookings" in spec:
             spec["bookings"] = [
                 b for b in spec["bookings"] if b.get("consumer", {}).get("uuid") != gone
@@ -124,23 +139,7 @@ class Churn:
             del self.domains[gone]
         status["instances"] = [i for i in status["instances"] if i["id"] != gone]
         _account(status, consumer["resources"], -1)
-        return new
-
-
-def _renewed(obj: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``obj`` whose lists and figures a step changes are its own; the rest is
-    shared, as no step changes it (a deep copy of a host was most of a step's time)."""
-    spec, status = obj["spec"], obj["status"]
-    bookings = {"bookings": list(spec["bookings"])} if "bookings" in spec else {}
-    return {
-        **obj,
-        "spec": {**spec, **bookings},
-        "status": {
-            **status,
-            "instances": list(status["instances"]),
-            "allocation": dict(status["allocation"]),
-        },
-    }
+        return obj
 
 
 def _changeable(obj: dict[str, Any], record: Hypervisor) -> bool:
@@ -154,6 +153,19 @@ def _changeable(obj: dict[str, Any], record: Hypervisor) -> bool:
         and record.maintenance is None
         and not record.warnings
     )
+
+
+def _encode(obj: dict[str, Any]) -> bytes:
+    return _ENCODER.encode(obj)
+
+
+def _decode(data: bytes) -> dict[str, Any]:
+    decoded: dict[str, Any] = _DECODER.decode(data)
+    return decoded
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder()
 
 
 def _fits(record: Hypervisor, resources: dict[str, Any]) -> bool:

@@ -133,6 +133,8 @@ class DemoSource:
             fleet = await asyncio.to_thread(
                 generate_fleet, self.size, self.seed, self.bookings_per_host, self.tracked
             )
+            for version, obj in enumerate(fleet.objects, 1):  # as the API server's create would
+                obj["metadata"]["resourceVersion"] = str(version)
             await store.replace_async(fleet.objects)
             store.evictions.replace(evictions(fleet.objects))
         self.status.parse_failures = len(store.rejected)
@@ -140,7 +142,11 @@ class DemoSource:
         self.status.synced = True
         self.status.confirm()
         log.info("demo fleet loaded: %d hypervisors (seed %d)", len(fleet.objects), self.seed)
-        churn = Churn(store, fleet.objects, self.seed, fleet.domains) if self.churn else None
+        churn = (
+            Churn(store, fleet.objects, self.seed, fleet.domains, len(fleet.objects))
+            if self.churn
+            else None
+        )
         del fleet
         pace = Pace(self.churn or self.confirm_every, self._clock)
         reported = 0.0
