@@ -102,6 +102,7 @@ class ControlPlane:
         self._owns_workdir = workdir is None
         self._extra_flags = list(apiserver_flags)
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="hgw-cluster-"))
+        self.dir.mkdir(parents=True, exist_ok=True)  # a kept one, on its first run
         self.crd = crd
         self.tokens = {"admin": secrets.token_hex(16)}
         self.tokens.update({user: secrets.token_hex(16) for user in users})

@@ -348,6 +348,50 @@ async def test_the_renderer_formats_changes_before_the_scrape_asks(
     assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 31
 
 
+async def test_with_no_scraper_the_series_are_dropped_and_a_scrape_renders_them_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [0.0]
+    store = Store()
+    rendered = CapacityExposition(store, CATALOG, warm_for=60, clock=lambda: now[0])
+    formatted: list[str] = []
+
+    def counted(record: Any) -> Any:
+        formatted.append(record.name)
+        return host_lines(record)
+
+    host_lines = capacity_metrics.host_lines
+    monkeypatch.setattr(capacity_metrics, "host_lines", counted)
+    task = asyncio.create_task(rendered.run(coalesce_seconds=0))
+    try:
+        store.replace(hand_made.objects())
+        store.mark_ready()
+        await eventually(rendered.primed)
+        assert len(formatted) == 4
+        now[0] = 61.0  # a minute and more without a scrape
+        changed = hand_made.objects()[0]
+        changed["metadata"]["resourceVersion"] = "2"
+        changed["status"]["allocation"]["cpu"] = "31"
+        store.upsert(changed)
+        # Dropped, not formatted, nor holding the record the store replaced (frozen,
+        # the lines are out of gc.get_referrers' sight: the renderer's state tells).
+        await eventually(lambda: not rendered._hosts)
+        assert len(formatted) == 4
+        found = samples(b"".join(await rendered.current()))
+        assert len(formatted) == 8  # the scrape rendered the fleet afresh
+        assert rendered.primed()  # and the gateway stayed ready meanwhile
+        a = host_labels("node-a", "qa-de-1a", "bb01", resource="cpu")
+        assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 31
+        assert b"".join(await rendered.current()) == CapacityExposition(store, CATALOG).render()
+        changed["metadata"]["resourceVersion"] = "3"
+        changed["status"]["allocation"]["cpu"] = "30"
+        formatted.clear()
+        store.upsert(changed)
+        await eventually(lambda: formatted == ["node-a"])  # scraped again: rendered ahead again
+    finally:
+        task.cancel()
+
+
 async def test_records_and_snapshots_the_store_let_go_are_not_kept_alive() -> None:
     """Else the next scrape frees a whole fleet's records at once, when it lets go."""
     rendered = exposition(hand_made.objects())
