@@ -50,7 +50,8 @@ class Cycle:
         self.me = self
 
 
-def test_settle_freezes_no_cyclic_garbage_of_the_oldest_generation() -> None:
+@pytest.mark.parametrize("thorough", [True, False])
+def test_settle_freezes_no_cyclic_garbage_of_the_oldest_generation(thorough: bool) -> None:
     """Garbage that lived long enough to reach the oldest generation (the executor
     of a long query that ended in an error) is collected, not kept for good."""
     gc.unfreeze()
@@ -60,15 +61,16 @@ def test_settle_freezes_no_cyclic_garbage_of_the_oldest_generation() -> None:
             gone = weakref.ref(garbage)
             gc.collect()  # it survives one: it is in the oldest generation now
             del garbage
-            settle()
+            settle(thorough=thorough)
         assert gone() is None
     finally:
         gc.unfreeze()
 
 
-def test_a_cycle_alive_at_one_settle_is_collected_at_the_next() -> None:
+def test_a_cycle_alive_at_one_settle_is_collected_at_the_next_thorough_one() -> None:
     """A request in flight when the store settles (its executor, error and traceback
-    refer to each other) becomes garbage later: frozen, it was never freed."""
+    refer to each other) becomes garbage later: frozen, it was never freed. A settle
+    that is not thorough collects only what was made since the last one."""
     gc.unfreeze()
     try:
         in_flight = Cycle()
@@ -77,6 +79,8 @@ def test_a_cycle_alive_at_one_settle_is_collected_at_the_next() -> None:
         del in_flight
         gc.collect()
         assert gone() is not None  # out of the collector's reach until the next settle
+        settle(thorough=False)
+        assert gone() is not None  # ... the next thorough one
         settle()
         assert gone() is None
     finally:

@@ -11,6 +11,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from gateway.store import store as store_module
 from gateway.store.snapshot import Change, ChangeType, Snapshot
 from gateway.store.store import Store
 from tests.objects import consumer, hypervisor, uuid_of
@@ -420,6 +421,20 @@ def test_a_large_fleet_is_taken_out_of_the_cyclic_collector() -> None:
     assert gc.get_freeze_count() < frozen
     assert store.snapshot.by_name["node-0"].resource_version == "2"
     gc.unfreeze()
+
+
+def test_one_settle_in_ten_collects_the_frozen_objects_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thorough settle walks the whole heap (a pause growing with the fleet): once per
+    ten, which still frees what requests in flight at the nine before left behind."""
+    settles: list[bool] = []
+    monkeypatch.setattr(store_module, "settle", lambda thorough: settles.append(thorough))
+    store = Store()
+    store.replace([host(f"node-{n}", "1") for n in range(100)])
+    for version in range(2, 22):
+        store.replace([host(f"node-{n}", str(version)) for n in range(100)])
+    assert settles == [False] * 9 + [True] + [False] * 9 + [True] + [False]
 
 
 def test_name_order_is_handed_on_while_no_host_comes_or_goes(store: Store) -> None:

@@ -29,30 +29,32 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def settle() -> None:
+def settle(*, thorough: bool = True) -> None:
     """Take everything alive now out of the cyclic collector's reach (``gc.freeze``),
-    after collecting what the last settle took out and is garbage since.
+    after collecting the garbage there is: all of it if ``thorough``, else only what
+    was made since the last settle.
 
-    A fleet is millions of long-lived objects with no cycles. Left in the oldest
-    generation, each of its collections walks all of them: a 5,000-host fleet
-    paused every query caught by one for about 0.2 s (p99 of a small query: 222 ms;
-    frozen: 9 ms). Frozen objects are still freed when no longer referenced, but a
-    cycle among them is not, and a freeze takes whatever is alive at that moment:
-    the requests in flight too, whose executor, error and traceback refer to each
-    other and to the answer they were building. Frozen for good, each settle under
-    load kept megabytes (in a soak of 1,000 demo hosts, about half of the RSS growth:
-    278 MiB in five minutes with the freeze, 146 MiB without). So the
-    frozen objects are handed back to the collector first (``gc.unfreeze``) and
-    collected with the rest: a cycle frozen at one settle lives until the next.
-    That collection walks the whole heap, 7 ms at 5,000 hosts and 50 ms at 20,000
-    (busy machine), which is why the store settles once per tenth of its fleet's
-    changes, not more often.
+    A gateway holds hundreds of thousands of long-lived tracked objects (its views,
+    the capacity series, the schema): left in the oldest generation, each of its
+    collections walks all of them, and pauses every request meanwhile. Frozen
+    objects are still freed when no longer referenced, but a cycle among them is
+    not, and a freeze takes whatever is alive at that moment: the requests in
+    flight too, whose executor, error and traceback refer to each other and to the
+    answer they were building. Frozen for good, each settle under load kept
+    megabytes (in a soak of 1,000 demo hosts, about half of the RSS growth: 278 MiB
+    in five minutes with the freeze, 146 MiB without). So a thorough settle hands
+    the frozen objects back to the collector first (``gc.unfreeze``): a cycle frozen
+    at one settle lives until the next thorough one. That collection walks the
+    whole heap, 0.49 s at 20,000 demo hosts (300,000 tracked objects, on a busy
+    machine); one that is not thorough walks only what is new. The store settles
+    once per tenth of its fleet's changes, thoroughly at every tenth of those.
 
     Then the C heap is trimmed: building a fleet frees far more than it keeps (a
     page of raw JSON objects per page of records), and glibc keeps freed memory
     for reuse unless asked to hand it back (6 MiB after listing 5,000 hosts).
     """
-    gc.unfreeze()
+    if thorough:
+        gc.unfreeze()
     gc.collect()
     gc.freeze()
     _trim_heap()

@@ -55,10 +55,12 @@ Listener = Callable[[Snapshot, list[Change]], None]
 #: Changes above which (and above half the fleet) views are made afresh.
 _RECOUNT_ABOVE = 256
 #: Changed records after which the store takes the fleet out of the cyclic collector,
-#: at the least; or a tenth of the fleet's, when more. A settle collects the whole
-#: heap (collector.settle says why): its cost grows with the fleet, so its interval
-#: does too, and a settle costs the same per change at every size.
+#: at the least; or a tenth of the fleet's, when more (collector.settle says why).
 _SETTLE_AFTER = 100
+#: One settle in this many collects the whole heap, frozen objects too: a pause that
+#: grows with the fleet, and that frees what requests in flight at the settles before
+#: left behind.
+_THOROUGH_EVERY = 10
 
 
 @dataclasses.dataclass(slots=True)
@@ -108,8 +110,9 @@ class Store:
         self.resource_version: str | None = None
         #: Objects the domain could not represent: name (or position) -> reason.
         self.rejected: dict[str, str] = {}
-        # Records created since the last settle (gateway.store.collector).
+        # Records created since the last settle, and settles (gateway.store.collector).
         self._unsettled = 0
+        self._settles = 0
         # Content fingerprints of the objects that have no resourceVersion.
         self._fingerprints: dict[str, str] = {}
         #: The operator's evictions of these hosts: a small store of their own, fed
@@ -266,6 +269,7 @@ class Store:
         # single changes have made new ones (see collector.settle for why).
         self._unsettled += len(changes)
         if self._unsettled >= max(_SETTLE_AFTER, len(hypervisors) // 10):
-            settle()
+            self._settles += 1
+            settle(thorough=self._settles % _THOROUGH_EVERY == 0)
             self._unsettled = 0
         self._listeners.tell(new, changes)
