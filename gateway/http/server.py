@@ -17,6 +17,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from gateway.http.frames import CoalescingWebSocketProtocol
+
 __all__ = ["HEADER_TIMEOUT", "MAX_HEADER_BYTES", "config"]
 
 #: Seconds a client has to send a request's headers.
@@ -107,6 +109,7 @@ def config(
         host=host,
         port=port,
         http=GuardedHttpToolsProtocol,
+        ws=CoalescingWebSocketProtocol,
         log_level=log_level,
         lifespan="on",
         timeout_keep_alive=5,
