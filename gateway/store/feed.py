@@ -134,6 +134,13 @@ class ChangeFeed(Generic[S, C]):
 
     async def _read(self, stream: _Stream[S, C]) -> AsyncIterator[Commit[S, C]]:
         while True:
+            if not stream.queue.empty():
+                # Behind: the other subscribers take this commit before it goes on.
+                # A subscriber's queue, read without a pause, was read to the end in
+                # one go, each subscriber alone, hundreds of commits apart: what one
+                # made of a change was no longer kept when the next came to it
+                # (gateway.api.recent), and each made its own.
+                await asyncio.sleep(0)
             commit = await stream.queue.get()
             if stream.lagging:
                 raise Lagging(
