@@ -167,3 +167,22 @@ def test_a_view_made_while_the_store_moved_on_is_carried_to_the_current_snapshot
     store.views.get(held, "count", make)
     assert store.views.has(store.snapshot, "count")
     assert store.views.get(store.snapshot, "count", lambda: Count(-1)).value == 9
+
+
+def test_the_bytes_follow_the_snapshots_held_and_let_go() -> None:
+    """Subscribers behind hold hundreds of snapshots: each holds its view's value,
+    counted while held, and let go with the last snapshot that held it."""
+    store, objects = fleet_of(10)
+    store.views.get(store.snapshot, "count", lambda: Count(10))
+    held = []
+    for i in range(50):
+        held.append(store.snapshot)
+        store.upsert(resized(objects[i % 10], f"v{i}", 8 + i))
+    assert store.views.snapshots_live >= 51
+    assert store.views.figures().bytes == 100 * 51  # a value of its own per generation
+    del held
+    gc.collect()
+    store.upsert(resized(objects[0], "last", 4))
+    assert store.views.snapshots_live <= 2
+    assert store.views.figures().bytes <= 200
+    assert store.views.get(store.snapshot, "count", lambda: Count(-1)).value == 10

@@ -25,6 +25,8 @@ every host, and under churn every change makes a new snapshot. So the store's
 
 from __future__ import annotations
 
+import collections
+import functools
 import logging
 import threading
 import weakref
@@ -56,14 +58,42 @@ _CONSUMERS = ("consumers",)
 
 
 class _Kept:
-    """One view by the generations it is held for (value, its bytes), and when it
-    was last asked."""
+    """One view by the generations it is held for (value, its bytes), when it was
+    last asked, and the bytes of its values, each counted once (a view no change
+    touched is the same value under several generations)."""
 
-    __slots__ = ("by_generation", "used")
+    __slots__ = ("_holding", "by_generation", "nbytes", "used")
 
     def __init__(self, used: int) -> None:
         self.by_generation: dict[int, tuple[Carried, int]] = {}
         self.used = used
+        self.nbytes = 0
+        # Per value (by id: each is held here meanwhile), the generations holding it.
+        self._holding: dict[int, int] = {}
+
+    def put(self, generation: int, value: Carried, size: int) -> int:
+        """Hold ``value`` for ``generation`` unless one is held; the bytes it added."""
+        if generation in self.by_generation:
+            return 0
+        self.by_generation[generation] = (value, size)
+        holding = self._holding.get(id(value), 0)
+        self._holding[id(value)] = holding + 1
+        added = 0 if holding else size
+        self.nbytes += added
+        return added
+
+    def drop(self, generation: int) -> int:
+        """Let the value of ``generation`` go; the bytes that freed."""
+        found = self.by_generation.pop(generation, None)
+        if found is None:
+            return 0
+        value, size = found
+        holding = self._holding.pop(id(value)) - 1
+        if holding:
+            self._holding[id(value)] = holding
+            return 0
+        self.nbytes -= size
+        return size
 
 
 class Views:
@@ -92,8 +122,12 @@ class Views:
         self._making = Making(self.journal)
         self._lock = threading.Lock()
         self._kept: dict[Hashable, _Kept] = {}
-        #: The store's snapshots still referenced anywhere, by generation.
-        self._live: weakref.WeakValueDictionary[int, Snapshot] = weakref.WeakValueDictionary()
+        #: The store's snapshots still referenced anywhere, by generation, and the
+        #: generations of those let go since the last publication. Told by the
+        #: references' callbacks, in whichever thread let go: only appended to there.
+        #: A publication lets their views go, without looking at every generation.
+        self._live: dict[int, weakref.ref[Snapshot]] = {}
+        self._gone: collections.deque[int] = collections.deque()
         self._current: Snapshot | None = None
         self._bytes = 0
         #: Questions that found their view, views made (or carried from a pass in
@@ -173,17 +207,16 @@ class Views:
         with self._lock:
             before = self._current
             self._current = snapshot
-            self._live[snapshot.generation] = snapshot
+            generation = snapshot.generation
+            told = functools.partial(_told, self._gone, generation)
+            self._live[generation] = weakref.ref(snapshot, told)
             self.journal.record(snapshot.generation, step)
+            self._let_go()
             allowance = max(self.unasked_per_host * len(snapshot), self.keep_unasked)
-            for key, kept in list(self._kept.items()):
+            for key, kept in self._kept.items():
                 asked = snapshot.generation - kept.used <= allowance
                 if step is not None and before is not None and asked:
                     self._carry(key, kept, before.generation, snapshot.generation, step)
-                for generation in [g for g in kept.by_generation if g not in self._live]:
-                    del kept.by_generation[generation]
-                if not kept.by_generation:
-                    del self._kept[key]
             self._bound()
 
     def figures(self) -> Figures:
@@ -193,7 +226,20 @@ class Views:
     @property
     def snapshots_live(self) -> int:
         """The store's snapshots still referenced (by a query, a subscriber, the store)."""
-        return len(self._live)
+        with self._lock:
+            self._let_go()
+            return len(self._live)
+
+    def _let_go(self) -> None:
+        """Forget the generations let go since the last look, and their views (under
+        the lock): a view no generation holds any more is let go too."""
+        while self._gone:
+            generation = self._gone.popleft()
+            del self._live[generation]
+            for key, kept in list(self._kept.items()):
+                self._bytes -= kept.drop(generation)
+                if not kept.by_generation:
+                    del self._kept[key]
 
     def _keep(self, snapshot: Snapshot, key: Hashable, value: Carried) -> None:
         """Keep what a question made, and carry it to the current snapshot."""
@@ -201,12 +247,13 @@ class Views:
         generation = snapshot.generation
         with self._lock:
             self.made += 1
-            if self._live.get(generation) is not snapshot or size > self.max_bytes:
+            live = self._live.get(generation)
+            if live is None or live() is not snapshot or size > self.max_bytes:
                 return  # not one of this store's snapshots, or too large to keep
             kept = self._kept.get(key)
             if kept is None:
                 kept = self._kept[key] = _Kept(generation)
-            kept.by_generation.setdefault(generation, (value, size))
+            self._bytes += kept.put(generation, value, size)
             kept.used = max(kept.used, generation)
             self._bound()
         # Outside the lock, so that the store never waits for it to publish: carry
@@ -229,7 +276,7 @@ class Views:
                 kept = self._kept.get(key)
                 if kept is None:
                     return
-                kept.by_generation.setdefault(current.generation, (brought, brought.nbytes()))
+                self._bytes += kept.put(current.generation, brought, brought.nbytes())
                 generation = current.generation
                 self._bound()
 
@@ -241,18 +288,17 @@ class Views:
         value = _brought(key, found[0], [step])
         if value is not None:
             size = found[1] if value is found[0] else value.nbytes()
-            kept.by_generation[until] = (value, size)
+            self._bytes += kept.put(until, value, size)
 
     def _bound(self) -> None:
         """Let the least recently asked views go until the rest are within bounds."""
-        self._bytes = sum(_held(kept) for kept in self._kept.values())
         if len(self._kept) <= self.max_views and self._bytes <= self.max_bytes:
             return
         for key, kept in sorted(self._kept.items(), key=_asked):
             if len(self._kept) <= self.max_views and self._bytes <= self.max_bytes:
                 break
             del self._kept[key]
-            self._bytes -= _held(kept)
+            self._bytes -= kept.nbytes
             self.evictions += 1
 
 
@@ -267,10 +313,9 @@ def _brought(key: Hashable, value: Carried, steps: list[Step]) -> Carried | None
     return value
 
 
-def _held(kept: _Kept) -> int:
-    """The bytes of one view's values, each counted once (an unchanged view is the
-    same value under several generations)."""
-    return sum({id(value): size for value, size in kept.by_generation.values()}.values())
+def _told(gone: collections.deque[int], generation: int, _: weakref.ref[Snapshot]) -> None:
+    """A snapshot's reference is dead: its generation is let go at the next look."""
+    gone.append(generation)
 
 
 def _asked(item: tuple[Hashable, _Kept]) -> int:
