@@ -109,8 +109,8 @@ async def _listen(ws: Any, field: str, window: Window) -> tuple[int, Arrivals, s
             async for raw in ws:
                 at = time.monotonic()
                 message = json.loads(raw)
-                if message["type"] != "next":
-                    return messages, arrivals, str(message)[:200]
+                if message["type"] != "next" or message["payload"].get("data") is None:
+                    return messages, arrivals, str(message)[:200]  # ended, or failed
                 if window.start <= at < window.stop:
                     messages += 1
                 if field == "hypervisorChanged":
