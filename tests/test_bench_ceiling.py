@@ -22,6 +22,7 @@ def _phase(rate: float, achieved: float, growth: float | None) -> dict[str, Any]
         "growth": growth,
         "answer": answer,
         "unanswered": 0,
+        "subscriptions_ended": {"totals": 0, "hosts": 0},
     }
 
 
@@ -32,6 +33,8 @@ def test_a_phase_kept_up_if_its_changes_left_on_time_and_its_lag_did_not_grow() 
     assert not kept_up(_phase(1000, 1000, None))  # nothing was answered
     assert not kept_up(_phase(1000, 990, 0.02) | {"unanswered": 1})  # one change never was
     assert not kept_up(_phase(1000, 990, 0.02) | {"events_per_second": 500})  # buffered, unread
+    cut_off = {"subscriptions_ended": {"totals": 0, "hosts": 1}}
+    assert not kept_up(_phase(1000, 990, 0.02) | cut_off)  # a subscriber shed to keep up
 
 
 @pytest.mark.cluster

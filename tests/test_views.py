@@ -186,3 +186,24 @@ def test_the_bytes_follow_the_snapshots_held_and_let_go() -> None:
     assert store.views.snapshots_live <= 2
     assert store.views.figures().bytes <= 200
     assert store.views.get(store.snapshot, "count", lambda: Count(-1)).value == 10
+
+
+def test_a_snapshot_between_kept_ones_has_its_view_carried_not_made() -> None:
+    """A query holds the snapshot current when it began; a pass made meanwhile for an
+    earlier one is carried to it rather than a pass made for it alone."""
+    store, objects = fleet_of(10)
+    first = store.snapshot
+    store.upsert(resized(objects[0], "v1", 12))
+    between = store.snapshot
+    store.upsert(resized(objects[1], "v2", 14))
+    passes = []
+
+    def zones(snapshot: Snapshot) -> Ledger:
+        passes.append(snapshot.generation)
+        return Ledger.of(ZONES, snapshot.by_name.values())
+
+    store.views.get(first, ("ledger", ZONES), lambda: zones(first))  # kept there, and now
+    assert not store.views.keeps(between, ZONES)
+    carried = store.views.get(between, ("ledger", ZONES), lambda: zones(between))
+    assert passes == [first.generation]
+    assert carried.groups == zones(between).groups

@@ -212,11 +212,14 @@ def _growth(samples: list[tuple[float, float]]) -> float | None:
 def kept_up(phase: dict[str, Any]) -> bool:
     """Whether the gateway kept up: the changes left on time (a gateway that reads too
     slowly holds the replay's sends back, once the socket buffers are full), it applied
-    them as fast, every probed change was answered, and its lag did not keep growing."""
+    them as fast, every probed change was answered, its lag did not keep growing, and
+    it cut no subscriber off for falling behind (a gateway that sheds its subscribers
+    keeps up with the rest)."""
     growth = phase["growth"]
     answer: Summary | None = phase["answer"]
     return (
-        phase["achieved"] >= _ON_TIME * phase["rate"]
+        not any(phase["subscriptions_ended"].values())
+        and phase["achieved"] >= _ON_TIME * phase["rate"]
         and phase["events_per_second"] >= _ON_TIME * phase["rate"]
         and not phase["unanswered"]
         and answer is not None

@@ -180,8 +180,9 @@ class Views:
         return not ordered or index.ordered()
 
     def get(self, snapshot: Snapshot, key: Hashable, make: Callable[[], CarriedT]) -> CarriedT:
-        """The view ``key`` of ``snapshot``: kept, or made by ``make`` (once for every
-        question asking meanwhile) and kept from now on."""
+        """The view ``key`` of ``snapshot``: kept, carried from the one of an earlier
+        snapshot kept, or made by ``make`` (once for every question asking meanwhile),
+        and kept from now on."""
         generation = snapshot.generation
         with self._lock:
             kept = self._kept.get(key)
@@ -190,9 +191,22 @@ class Views:
                 kept.used = max(kept.used, generation)  # type: ignore[union-attr]
                 self.hits += 1
                 return found[0]  # type: ignore[return-value]  # the key says its kind
-        value = self._making.once(key, generation, make)
+            earlier = None if kept is None else _latest_before(kept, generation)
+        value = None if earlier is None else self._carried(key, *earlier, generation)
+        if value is None:
+            value = self._making.once(key, generation, make)
         self._keep(snapshot, key, value)
-        return value
+        return value  # type: ignore[return-value]  # the key says its kind
+
+    def _carried(self, key: Hashable, since: int, value: Carried, until: int) -> Carried | None:
+        """``value`` of generation ``since`` brought to ``until`` by the journal's steps.
+
+        A question holds the snapshot current when it began; under churn the view it
+        asks for may have been made (or kept) only for later ones meanwhile: at 333
+        changes a second, every query of a pass's duration made a pass of its own.
+        """
+        steps = self.journal.since(since, until)
+        return None if steps is None else _brought(key, value, steps)
 
     def has(self, snapshot: Snapshot, key: Hashable) -> bool:
         """Whether the view ``key`` of ``snapshot`` is kept."""
@@ -311,6 +325,15 @@ def _brought(key: Hashable, value: Carried, steps: list[Step]) -> Carried | None
         log.exception("view %r failed on a changed host; not carried", key)
         return None
     return value
+
+
+def _latest_before(kept: _Kept, generation: int) -> tuple[int, Carried] | None:
+    """The newest generation before ``generation`` that ``kept`` holds, and its value."""
+    earlier = [g for g in kept.by_generation if g < generation]
+    if not earlier:
+        return None
+    latest = max(earlier)
+    return latest, kept.by_generation[latest][0]
 
 
 def _told(gone: collections.deque[int], generation: int, _: weakref.ref[Snapshot]) -> None:
