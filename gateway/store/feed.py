@@ -22,7 +22,11 @@ from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from gateway.store.snapshot import Change, ChangeType, Snapshot
 
-__all__ = ["ChangeFeed", "Changing", "Commit", "Feed", "Lagging"]
+__all__ = ["TURN", "ChangeFeed", "Changing", "Commit", "Feed", "Lagging"]
+
+#: Commits a subscriber behind reads at once before the others read theirs: fewer
+#: than a subscription event's results are kept for (gateway.api.recent.MAX_KEPT).
+TURN = 32
 
 S = TypeVar("S")
 C = TypeVar("C")
@@ -133,13 +137,16 @@ class ChangeFeed(Generic[S, C]):
             self._streams.discard(stream)
 
     async def _read(self, stream: _Stream[S, C]) -> AsyncIterator[Commit[S, C]]:
+        read = 0
         while True:
-            if not stream.queue.empty():
-                # Behind: the other subscribers take this commit before it goes on.
+            read += 1
+            if read % TURN == 0 and not stream.queue.empty():
+                # Behind: the other subscribers take these commits before it goes on.
                 # A subscriber's queue, read without a pause, was read to the end in
                 # one go, each subscriber alone, hundreds of commits apart: what one
                 # made of a change was no longer kept when the next came to it
-                # (gateway.api.recent), and each made its own.
+                # (gateway.api.recent), and each made its own. A pause per commit
+                # let a subscriber read one per turn of the loop: fewer than came.
                 await asyncio.sleep(0)
             commit = await stream.queue.get()
             if stream.lagging:
