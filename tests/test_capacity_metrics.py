@@ -316,19 +316,23 @@ def test_primed_once_a_ready_store_is_rendered_a_slice_per_look() -> None:
     assert rendered.primed()
 
 
-async def test_the_renderer_formats_changes_before_the_scrape_asks(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    store = Store()
-    rendered = CapacityExposition(store, CATALOG)
-    formatted: list[str] = []
+@pytest.fixture
+def formatted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the hosts whose lines are formatted from now on, in order."""
+    names: list[str] = []
+    host_lines = capacity_metrics.host_lines
 
     def counted(record: Any) -> Any:
-        formatted.append(record.name)
+        names.append(record.name)
         return host_lines(record)
 
-    host_lines = capacity_metrics.host_lines
     monkeypatch.setattr(capacity_metrics, "host_lines", counted)
+    return names
+
+
+async def test_the_renderer_formats_changes_before_the_scrape_asks(formatted: list[str]) -> None:
+    store = Store()
+    rendered = CapacityExposition(store, CATALOG)
     task = asyncio.create_task(rendered.run(coalesce_seconds=0))
     try:
         store.replace(hand_made.objects())
@@ -349,19 +353,11 @@ async def test_the_renderer_formats_changes_before_the_scrape_asks(
 
 
 async def test_with_no_scraper_the_series_are_dropped_and_a_scrape_renders_them_afresh(
-    monkeypatch: pytest.MonkeyPatch,
+    formatted: list[str],
 ) -> None:
     now = [0.0]
     store = Store()
     rendered = CapacityExposition(store, CATALOG, warm_for=60, clock=lambda: now[0])
-    formatted: list[str] = []
-
-    def counted(record: Any) -> Any:
-        formatted.append(record.name)
-        return host_lines(record)
-
-    host_lines = capacity_metrics.host_lines
-    monkeypatch.setattr(capacity_metrics, "host_lines", counted)
     task = asyncio.create_task(rendered.run(coalesce_seconds=0))
     try:
         store.replace(hand_made.objects())
