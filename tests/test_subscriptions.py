@@ -334,12 +334,29 @@ def executions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return executed
 
 
+def per_event_copies(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The payload of every copy of an executor made for one subscription event."""
+    from graphql.execution.executor import Executor
+
+    copies: list[object] = []
+    build = Executor.build_per_event_executor
+
+    def counting(self: Executor, payload: Any) -> Executor:
+        copies.append(payload)
+        return build(self, payload)
+
+    monkeypatch.setattr(Executor, "build_per_event_executor", counting)
+    return copies
+
+
 async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
     server: tuple[str, Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Three subscribers of one text (both protocols) get one execution per change;
-    another text, or the same text with other variables, has its own."""
+    another text, or the same text with other variables, has its own. Nor is an
+    event's executor copied for a subscriber that takes a result already made."""
     executed = executions(monkeypatch)
+    copies = per_event_copies(monkeypatch)
     address, store = server
     query = """subscription Changed($zone: String) { hypervisorChanged(filter: {zone: $zone}) {
         type hypervisor { name resource(name: "cpu") { free } } } }"""
@@ -366,6 +383,7 @@ async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
     assert got[:4] == [{"hypervisorChanged": changed}] * 4
     assert got[4] == {"hypervisorChanged": {"type": "MODIFIED", "hypervisor": {"name": "node-a"}}}
     assert sorted(executed) == sorted(['{"zone": "qa-de-1a"}', "{}", "{}"])
+    assert len(copies) == len(executed)
 
 
 async def test_subscribers_with_the_same_label_selector_share_an_execution(

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from graphql import (
+    ExecutionResult,
     GraphQLField,
     GraphQLObjectType,
     GraphQLOutputType,
@@ -83,9 +84,7 @@ class Executor(IncrementalExecutor):
         the same operation (:mod:`gateway.api.recent`)."""
         if self.operation.operation is not OperationType.SUBSCRIPTION:
             return self._execute_operation(serially)
-        catalog = getattr(self.context_value, "catalog", None)
-        same = (self.operation, self.root_value, catalog)
-        variables = self._variables_text()
+        same, variables = self._event(self.root_value)
         result = self.answers.results.get(same, variables)
         if result is None:
             result = self._execute_operation(serially)
@@ -95,17 +94,27 @@ class Executor(IncrementalExecutor):
 
     def build_per_event_executor(self, payload: Any) -> Executor:
         """graphql-core's copy for one event, with the variables' text made once for all
-        the events (a json.dumps per event and subscriber cost more than executing it).
+        the events (a json.dumps per event and subscriber cost more than executing it);
+        none when an earlier subscriber's result for the event is kept: the copy, and
+        its context, were most of what a kept result cost the next subscriber.
 
         A payload that names its snapshot (a host's change, a consumer) is executed
         in it: its links lead to the fleet it is part of, not to the store's by then.
         """
-        self._variables_text()
+        kept = self.answers.results.get(*self._event(payload))
+        if kept is not None:
+            return cast("Executor", _Answered(kept))
         executor: Executor = super().build_per_event_executor(payload)  # type: ignore[assignment]
         snapshot = getattr(payload, "snapshot", None)
         if isinstance(snapshot, Snapshot) and isinstance(self.context_value, Context):
             executor.context_value = self.context_value.pinned_to(snapshot)
         return executor
+
+    def _event(self, payload: Any) -> tuple[tuple[object, ...], str]:
+        """What a subscription event's result is kept under: the operation, the event's
+        payload and the flavor catalog (by identity), and the variables' text."""
+        catalog = getattr(self.context_value, "catalog", None)
+        return (self.operation, payload, catalog), self._variables_text()
 
     def _execute_operation(self, serially: bool | None) -> Any:
         """graphql-core's, leaving nothing that keeps the executor alive once answered.
@@ -334,3 +343,16 @@ def _leaf(resolve: Attribute, source: Any) -> Any:
 
 def _own() -> Answers:
     return Answers.install(Memos())
+
+
+class _Answered:
+    """An event's executor whose result an earlier subscriber made: all that
+    graphql-core asks of it (``execute_subscription_event``) is that result."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: ExecutionResult) -> None:
+        self.result = result
+
+    def execute_operation(self, serially: bool | None = None) -> ExecutionResult:
+        return self.result
