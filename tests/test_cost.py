@@ -84,7 +84,7 @@ def profile_at_20000_hosts() -> Profile:
 def cost(query: str, profile: Profile, page: int = 20_000) -> int:
     document = parse(query)
     operation = next(d for d in document.definitions if isinstance(d, OperationDefinitionNode))
-    return estimate(schema._schema, document, operation, None, profile, page)
+    return estimate(schema._schema, document, operation, None, profile, page).total
 
 
 def test_every_documented_query_is_found() -> None:
@@ -117,10 +117,10 @@ def test_lists_multiply_and_pages_bound() -> None:
     document = parse(by_variable)
     operation = document.definitions[0]
     assert isinstance(operation, OperationDefinitionNode)
-    assert estimate(schema._schema, document, operation, {"n": 3}, profile, 50) == 2 + 3
+    assert estimate(schema._schema, document, operation, {"n": 3}, profile, 50).total == 2 + 3
     # Outside the page size range, what is answered: the nearest bound's page.
-    assert estimate(schema._schema, document, operation, {"n": -5}, profile, 50) == 2
-    assert estimate(schema._schema, document, operation, {"n": 10**6}, profile, 50) == 2 + 50
+    assert estimate(schema._schema, document, operation, {"n": -5}, profile, 50).total == 2
+    assert estimate(schema._schema, document, operation, {"n": 10**6}, profile, 50).total == 2 + 50
 
 
 def test_a_page_of_consumers_costs_the_page_and_a_filter_every_consumer() -> None:

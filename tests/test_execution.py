@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 import pytest
 from graphql import (
@@ -12,9 +13,11 @@ from graphql import (
     GraphQLObjectType,
     GraphQLSchema,
     GraphQLString,
+    OperationDefinitionNode,
     parse,
 )
 
+from gateway.api.cost import Cost
 from gateway.api.limits import Limits
 from gateway.http.execution import Execution, mask
 
@@ -49,7 +52,7 @@ async def test_cheap_operations_run_on_the_loop_and_costly_ones_in_a_thread() ->
     class Holder:
         budget: object = None
 
-    for cost in (10, 11):
+    for cost in (Cost(10), Cost(11), Cost(5_010, kept=5_000)):
         result = await execution.run(
             document,
             Holder(),  # type: ignore[arg-type]
@@ -61,6 +64,7 @@ async def test_cheap_operations_run_on_the_loop_and_costly_ones_in_a_thread() ->
         assert result.data == {"here": "ok"}
     assert threads[0] == threading.get_ident()
     assert threads[1] != threading.get_ident()
+    assert threads[2] == threading.get_ident()  # cheap but for scans the store may keep
     assert execution.running == 0
 
 
@@ -92,6 +96,55 @@ async def test_a_cheap_query_that_must_count_the_fleet_counts_in_a_thread(
     status = SyncStatus(source="test", synced=True)
     for _ in range(2):
         context = Context(store, status, None, catalog=load_catalog(None))  # type: ignore[arg-type]
-        result = await execution.run(document, context, None, None, lambda r: r, 10)
+        result = await execution.run(document, context, None, None, lambda r: r, Cost(10))
         assert result.errors is None and result.data is not None
     assert len(counted_on) == 1 and counted_on[0] != threading.get_ident()
+
+
+async def test_a_filter_whose_hosts_are_kept_is_counted_on_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """canFit's count: its first selection is a pass over the fleet, in a thread; the
+    store keeps it, and the next count is answered on the loop, no thread's handoff."""
+    from gateway.api import filters
+    from gateway.api.context import Context
+    from gateway.api.cost import Profile, estimate
+    from gateway.api.schema import schema
+    from gateway.domain import fleet
+    from gateway.domain.flavors import load_catalog
+    from gateway.sources.demo.source import generate
+    from gateway.store.source import SyncStatus
+    from gateway.store.store import Store
+
+    filtered_on: list[int] = []
+    compile_filter = filters.compile_filter
+
+    def spied(*args: Any) -> Any:
+        filtered_on.append(threading.get_ident())
+        return compile_filter(*args)
+
+    monkeypatch.setattr(filters, "compile_filter", spied)
+    store = Store()
+    store.replace(generate(1_500, seed=1, bookings_per_host=2))
+    store.views.ledger(store.snapshot, fleet.tally(fleet.Grouping.NONE))  # its count kept
+    limits = Limits()
+    execution = Execution(schema._schema, limits)
+    document = parse(
+        '{ hypervisors(filter: {canFit: [{resource: "cpu", amount: "8"}]}) { totalCount } }'
+    )
+    operation = document.definitions[0]
+    assert isinstance(operation, OperationDefinitionNode)
+    profile = Profile.measure(store.snapshot)
+    cost = estimate(schema._schema, document, operation, None, profile, limits.max_page_size)
+    assert cost.total > limits.inline_cost >= cost.total - cost.kept
+    status = SyncStatus(source="test", synced=True)
+    counts = []
+    for _ in range(2):
+        context = Context(store, status, None, catalog=load_catalog(None))  # type: ignore[arg-type]
+        result = await execution.run(document, context, None, None, lambda r: r, cost)
+        assert result.errors is None and result.data is not None
+        counts.append(result.data["hypervisors"]["totalCount"])
+    loop = threading.get_ident()
+    # On the loop, offloaded at the unkept selection, in a thread; then on the loop.
+    assert filtered_on[0] == loop and filtered_on[1] != loop and filtered_on[2:] == [loop]
+    assert counts[0] == counts[1] > 0

@@ -289,7 +289,7 @@ def _groups(
         after = drained_fleet(info, asked.drain, view)
         hosts: Sequence[records.Hypervisor] = [h for h in after if left(h)]
     else:
-        hosts = apply_filter(context.views, snapshot, where, catalog)
+        hosts = apply_filter(context.views, snapshot, where, catalog, context.budget)
     if context.budget is not None:
         context.budget.scan()
     try:

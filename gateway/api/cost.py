@@ -25,7 +25,7 @@ import math
 import weakref
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from graphql import (
     DocumentNode,
@@ -52,7 +52,7 @@ from graphql import (
 
 from gateway.store.snapshot import Snapshot
 
-__all__ = ["Profile", "Profiles", "estimate"]
+__all__ = ["Cost", "Profile", "Profiles", "estimate"]
 
 #: Hosts sampled for the mean lengths of their lists: enough for a stable mean,
 #: few enough to take a millisecond at any fleet size.
@@ -95,8 +95,25 @@ SCANS: dict[str, frozenset[str] | None] = {
     "drainPlan": None,
     "placementProvider": None,  # always
 }
+#: Root fields whose scan, given these arguments and none of the others in SCANS, is
+#: of hosts the store keeps from change to change once asked (a filter's selection,
+#: gateway.store.views): their cost is the scan's only the first time.
+KEPT_SCANS: dict[str, frozenset[str]] = {"hypervisors": frozenset({"filter"})}
 #: Root fields that scan every consumer, given these arguments: their UUID order is kept.
 CONSUMER_SCANS: dict[str, frozenset[str] | None] = {"consumers": frozenset({"filter"})}
+#: The arguments of SCANS whose scan is not kept, per field of KEPT_SCANS.
+_UNKEPT_SCANS: dict[str, frozenset[str] | None] = {
+    name: (SCANS[name] or frozenset()) - kept for name, kept in KEPT_SCANS.items()
+}
+
+
+class Cost(NamedTuple):
+    """An operation's estimated cost, and the part of it that scans for selections
+    the store may keep: run where a small operation runs, an operation that then
+    finds its selections kept costs the rest."""
+
+    total: int
+    kept: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -175,17 +192,18 @@ def estimate(
     variables: Mapping[str, Any] | None,
     profile: Profile,
     max_page_size: int,
-) -> int:
+) -> Cost:
     """The estimated cost of ``operation``: fields it will resolve, lists multiplied out."""
     root = schema.get_root_type(operation.operation)
     if root is None:
-        return 0
+        return Cost(0)
     fragments = {
         d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
     }
     values = _variables(operation, variables)
     walk = _Walk(schema, fragments, values, profile, max_page_size)
-    return math.ceil(walk.root(operation.selection_set, root))
+    total = math.ceil(walk.root(operation.selection_set, root))
+    return Cost(total, walk.kept(operation.selection_set))
 
 
 def _variables(
@@ -221,6 +239,15 @@ class _Walk:
         scans = sum(self.profile.hosts for s in roots if self.scans(s, SCANS))
         consumers = sum(self.profile.consumers for s in roots if self.scans(s, CONSUMER_SCANS))
         return scans + consumers + self.selections(selection_set, root, 0)
+
+    def kept(self, selection_set: SelectionSetNode) -> int:
+        """Hosts the root fields scan for selections the store may keep."""
+        roots = [s for s in selection_set.selections if isinstance(s, FieldNode)]
+        return sum(
+            self.profile.hosts
+            for s in roots
+            if self.scans(s, KEPT_SCANS) and not self.scans(s, _UNKEPT_SCANS)
+        )
 
     def scans(self, node: FieldNode, scanning: Mapping[str, frozenset[str] | None]) -> bool:
         """Whether a root field that is one of ``scanning`` scans: always, or when given

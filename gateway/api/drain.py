@@ -191,7 +191,11 @@ def _drained(
             f"no hypervisor named {', '.join(unknown)}",
             extensions={"code": Code.UNKNOWN_HYPERVISOR.value},
         )
-    selected = apply_filter(context.views, snapshot, where, context.catalog) if where else ()
+    selected = (
+        apply_filter(context.views, snapshot, where, context.catalog, context.budget)
+        if where
+        else ()
+    )
     return sorted({*(hosts or ()), *(h.name for h in selected)})
 
 

@@ -1,7 +1,7 @@
 """Filtering and ordering hypervisors: the inputs of ``Query.hypervisors`` and friends."""
 
 import dataclasses
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from enum import Enum
 from typing import Any
@@ -9,6 +9,7 @@ from typing import Any
 import strawberry
 
 from gateway.api.arguments import UUID, LabelSelector, ResourceName
+from gateway.api.budget import Budget
 from gateway.api.eligibility import catalog_flavor
 from gateway.api.enums import CapacityView
 from gateway.api.pagination import Position
@@ -157,32 +158,41 @@ def apply_filter(
     snapshot: Snapshot,
     where: HypervisorFilter | None,
     catalog: Catalog = NO_CATALOG,
+    budget: Budget | None = None,
 ) -> Sequence[domain.Hypervisor]:
     """The hypervisors of ``snapshot`` that match, in name order; ``catalog`` holds the
     flavors the filter may name, ``views`` the store's carried selections.
 
-    Starts from the narrowest index the filter allows, then checks the rest.
+    Starts from the narrowest index the filter allows, then checks the rest: a pass
+    over the fleet, unless the selection is kept, which ``budget`` (an operation's)
+    is told first.
     """
     if where is None:
         return snapshot.ordered
     predicate = compile_filter(where, catalog)
-    candidates = _candidates(views, snapshot, where)
-    return views.selection(snapshot, _key(where), predicate, candidates)
+    key = _key(where)
+    if budget is not None and not views.selects(snapshot, key):
+        budget.scan()
+    return views.selection(snapshot, key, predicate, _candidates(views, snapshot, where))
 
 
 def _candidates(
     views: Views, snapshot: Snapshot, where: HypervisorFilter
-) -> Iterable[domain.Hypervisor]:
-    """The narrowest index the filter allows: every host it could select, in name order."""
-    candidates: Iterable[domain.Hypervisor] = snapshot.ordered
+) -> Iterator[domain.Hypervisor]:
+    """The narrowest index the filter allows: every host it could select, in name order.
+
+    Looked up only when a selection is made: a kept one needs none, and the indexes
+    of a zone, a trait or a consumer are passes over a new snapshot's fleet.
+    """
     if where.consumer is not None:
         hosts = views.consumers(snapshot).hosts(where.consumer.lower())
-        candidates = [snapshot.by_name[name] for name in hosts]
+        yield from (snapshot.by_name[name] for name in hosts)
     elif where.zone is not None:
-        candidates = snapshot.by_zone.get(where.zone, ())
+        yield from snapshot.by_zone.get(where.zone, ())
     elif where.trait is not None:
-        candidates = snapshot.by_trait.get(where.trait, ())
-    return candidates
+        yield from snapshot.by_trait.get(where.trait, ())
+    else:
+        yield from snapshot.ordered
 
 
 def _key(value: Any) -> Hashable:

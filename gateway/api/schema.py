@@ -187,7 +187,8 @@ class Query:
         context = info.context
         warn_unknown_resources(context, [*fitting(filter), order_by.resource if order_by else None])
         hosts, keys = ordered(
-            apply_filter(context.views, context.snapshot, filter, context.catalog), order_by
+            apply_filter(context.views, context.snapshot, filter, context.catalog, context.budget),
+            order_by,
         )
         return paginate(
             hosts,

@@ -10,9 +10,12 @@ deadline (gateway.api.budget), and is told to stop as soon as nobody waits for i
 An operation whose estimated cost is small (``Limits.inline_cost``: a lookup, the
 fleet's totals, a page) runs on the event loop instead: its work is shorter than
 a thread's handoff, and under churn, with the loop applying changes and the
-threads contending for the interpreter, that handoff was most of its time. One
-that meets work its estimate could not see (the first count of a total the store
-then keeps) stops there and runs again in a worker thread.
+threads contending for the interpreter, that handoff was most of its time. So
+does one that is small but for a filter's scan (``canFit``'s count): the store
+keeps the hosts a filter selects from change to change once asked. One that
+meets work its estimate could not see, or a scan not kept (the first count of a
+total, or of a filter's hosts, that the store then keeps), stops there and runs
+again in a worker thread.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from graphql import (
 from gateway.api.budget import TIMEOUT, Budget, Offload, Overrun
 from gateway.api.codes import Code, coded
 from gateway.api.context import Context
+from gateway.api.cost import Cost
 from gateway.api.executor import Executor
 from gateway.api.limits import LimitError, Limits
 from gateway.http.request import HttpError, RequestError
@@ -72,10 +76,11 @@ class Execution:
         variables: dict[str, Any] | None,
         operation_name: str | None,
         finish: Callable[[ExecutionResult], T],
-        cost: int,
+        cost: Cost,
     ) -> T:
         """Execute in a worker thread, then ``finish`` the result there (serialize it);
-        on the event loop if ``cost`` (the operation's estimate) is at most the inline cost.
+        on the event loop if ``cost`` (the operation's estimate), but for the scans of
+        selections the store may keep, is at most the inline cost.
 
         Raises :class:`HttpError` (429) when every slot is taken (an operation run on
         the loop takes none), and :class:`RequestError` (400) for an operation over its
@@ -102,7 +107,7 @@ class Execution:
         variables: dict[str, Any] | None,
         operation_name: str | None,
         finish: Callable[[ExecutionResult], T],
-        cost: int,
+        cost: Cost,
     ) -> T:
         budget = context.budget = self._budget()
 
@@ -118,7 +123,7 @@ class Execution:
                 error = LimitError(overrun.message, extensions={"code": overrun.code})
                 raise RequestError([error], status=400) from None
 
-        if cost <= self.limits.inline_cost:  # no thread, no slot: done before anything else runs
+        if cost.total - cost.kept <= self.limits.inline_cost:  # no thread, no slot: done at once
             budget.inline = True
             try:
                 return work()

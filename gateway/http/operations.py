@@ -36,7 +36,7 @@ from graphql.validation.validate import ValidationAbortedError
 from graphql.validation.validation_context import MAX_FRAGMENT_WORK
 
 from gateway.api.codes import Code, coded
-from gateway.api.cost import Profile, Profiles, estimate
+from gateway.api.cost import Cost, Profile, Profiles, estimate
 from gateway.api.documents import DOCUMENT_BYTES, Documents
 from gateway.api.limits import LimitError, Limits, check_document
 from gateway.api.rules import argument_rules, check_with_variables
@@ -65,7 +65,7 @@ class PreparedOperation:
     operation: OperationDefinitionNode
     _digest: str | None = dataclasses.field(default=None, init=False)
     #: The estimated cost, and the fleet profile it was estimated on.
-    cost: tuple[Profile, int] | None = dataclasses.field(default=None, init=False)
+    cost: tuple[Profile, Cost] | None = dataclasses.field(default=None, init=False)
     #: Its arguments met the rules with its variables' values (gateway.api.rules).
     arguments_checked: bool = dataclasses.field(default=False, init=False)
 
@@ -191,7 +191,7 @@ class Operations:
             raise RequestError(errors)
         prepared.arguments_checked = True
 
-    def check_cost(self, prepared: PreparedOperation, snapshot: Snapshot) -> int:
+    def check_cost(self, prepared: PreparedOperation, snapshot: Snapshot) -> Cost:
         """The operation's estimated cost on ``snapshot``; refused if over the limit.
 
         Called once the document is valid, and only when it is about to run: a cached
@@ -213,9 +213,9 @@ class Operations:
                 self.limits.max_page_size,
             )
             prepared.cost = (profile, cost)
-        if cost > self.limits.max_cost:
+        if cost.total > self.limits.max_cost:
             message = (
-                f"query cost {cost} exceeds the limit of {self.limits.max_cost} "
+                f"query cost {cost.total} exceeds the limit of {self.limits.max_cost} "
                 f"(estimated from the fleet's {len(snapshot)} hosts and its list sizes)"
             )
             code = Code.QUERY_TOO_COSTLY.value
