@@ -68,6 +68,20 @@ def test_apply_takes_the_old_record_out_and_judges_the_new() -> None:
     assert nothing.apply([hosts[0]], [hosts[0]]).names == ()
 
 
+def test_a_change_that_selects_the_same_hosts_keeps_the_selection_as_it_is() -> None:
+    """A status patch of a host selected before and after: no copy of every name."""
+    store = Store()
+    store.replace(generate(5, seed=2, bookings_per_host=1))
+    hosts = list(store.snapshot.ordered)
+    everything = Selection.of(lambda h: True, hosts)
+    assert everything.apply([hosts[2]], [hosts[2]]) is everything
+    nothing = Selection.of(lambda h: False, hosts)
+    assert nothing.apply([hosts[2]], [hosts[2]]) is nothing
+    odd = Selection.of(lambda h: h.name != hosts[2].name, hosts)
+    joined = Selection(lambda h: True, odd.names).apply([hosts[2]], [hosts[2]])
+    assert joined.names == tuple(h.name for h in hosts)  # one came: a new selection
+
+
 def test_filters_that_select_the_same_hosts_share_one_selection() -> None:
     from decimal import Decimal
 
