@@ -26,7 +26,7 @@ class Mallinfo2(ctypes.Structure):
 
 mallinfo2 = ctypes.CDLL(None).mallinfo2
 mallinfo2.restype = Mallinfo2
-del bytearray(16 * 2**20)[:]  # allocated, freed
+bytearray(16 * 2**20)  # made and freed at once
 before = mallinfo2().hblkhd
 block = bytearray(2**20)
 print(mallinfo2().hblkhd - before >= 2**20)
