@@ -22,6 +22,7 @@ from gateway.http.metrics import Metrics
 from gateway.http.persisted import PersistedQueries, load_trusted
 from gateway.logs import configure as configure_logging
 from gateway.settings import Settings, add_arguments, from_arguments
+from gateway.store import heap
 from gateway.store.source import Source
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hypervisor-gateway: {error}", file=sys.stderr)
         return 2
     log.info("%s", _memory(settings, "as configured"))
+    heap.map_large_blocks()  # before the first large answer moves glibc's threshold
     _serve(settings, source, cache, authorizer, metrics, catalog, persisted)
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass
 from decimal import Decimal
@@ -236,3 +237,22 @@ def test_totals_of_groups_a_change_did_not_touch_are_the_same_objects() -> None:
     for old, new in zip(before, after, strict=True):
         assert (old is new) is (old.key != zone), old.key
     assert after == fleet.fleet_capacity(store.snapshot.ordered, fleet.Grouping.ZONE)
+
+
+def test_totals_are_let_go_with_the_sums_they_were_made_of() -> None:
+    """Nothing but a ledger keeps its groups' totals: a ledger carried through a change
+    no snapshot holds any more takes them with it."""
+    from gateway.domain.ledger import Ledger
+    from gateway.sources.demo.source import generate
+
+    hypervisors = [parse_hypervisor(o) for o in generate(60, seed=4, bookings_per_host=2)]
+    before = _alive(fleet.FleetGroup)
+    ledger = Ledger.of(fleet.tally(fleet.Grouping.ZONE), hypervisors)
+    made = len(fleet.fleet_groups(ledger, fleet.Grouping.ZONE))
+    assert _alive(fleet.FleetGroup) == before + made > before
+    del ledger
+    assert _alive(fleet.FleetGroup) == before
+
+
+def _alive(kind: type) -> int:
+    return sum(isinstance(o, kind) for o in gc.get_objects())

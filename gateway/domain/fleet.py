@@ -144,20 +144,13 @@ def fleet_groups(ledger: Ledger, grouping: Grouping) -> list[FleetGroup]:
     return [_made(key, groups[key]) for key in ordered_keys(groups)]  # type: ignore[arg-type]
 
 
-#: Totals made per group's sums, by the sums' identity (checked: ids are reused).
-_MADE: dict[int, tuple[Cells, FleetGroup]] = {}
-#: Sums remembered at most; a few groupings of a few hundred groups each.
-_MAX_MADE = 4096
-
-
 def _made(key: str | None, cells: Cells) -> FleetGroup:
-    found = _MADE.get(id(cells))
-    if found is not None and found[0] is cells and found[1].key == key:
-        return found[1]
-    group = _group(key, cells)
-    if len(_MADE) >= _MAX_MADE:
-        _MADE.clear()
-    _MADE[id(cells)] = (cells, group)
+    """The totals of one group's sums: made once, kept on the sums (shared by every
+    ledger the group's hosts did not change in)."""
+    found = cells.made
+    if isinstance(found, FleetGroup) and found.key == key:
+        return found
+    group = cells.made = _group(key, cells)
     return group
 
 

@@ -15,7 +15,7 @@ new one that shares every group the change did not touch.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from decimal import Decimal
 
 from gateway.domain.quantity import CONTEXT
@@ -29,8 +29,23 @@ Vector = tuple[Decimal, ...]
 Entry = tuple[Hashable, Hashable, Vector]
 #: A host's entries. Must be a pure function of the host, and hashable: it names the ledger.
 Tally = Callable[[Hypervisor], Iterable[Entry]]
-#: Cell key -> the sums of one group.
-Cells = dict[Hashable, Vector]
+
+
+class Cells(dict[Hashable, Vector]):
+    """Cell key -> the sums of one group, and what a reader made of them (``made``).
+
+    A change copies only the groups it touches, so an untouched group's sums are
+    the same object in every ledger after it: what was made of them is kept on
+    them, shared the same way, and let go with the last ledger holding them.
+    """
+
+    __slots__ = ("made",)
+
+    def __init__(self, sums: Mapping[Hashable, Vector] | None = None) -> None:
+        super().__init__(() if sums is None else sums)
+        #: Whatever a reader made of these sums last (fleet totals), or None.
+        self.made: object = None
+
 
 #: What one sum takes (a Decimal of a few digits), for :meth:`Ledger.nbytes`.
 _DECIMAL_BYTES = sys.getsizeof(Decimal("12345.678"))
@@ -54,7 +69,7 @@ class Ledger:
             for key, cell, vector in tally(hypervisor):
                 cells = groups.get(key)
                 if cells is None:
-                    cells = groups[key] = {}
+                    cells = groups[key] = Cells()
                 known = cells.get(cell)
                 cells[cell] = vector if known is None else tuple(map(CONTEXT.add, known, vector))
         return cls(tally, groups)
@@ -68,7 +83,7 @@ class Ledger:
         def cells_of(key: Hashable) -> Cells:
             if key not in copied:
                 copied.add(key)
-                groups[key] = dict(groups.get(key, {}))
+                groups[key] = Cells(groups.get(key))
             return groups[key]
 
         for hypervisor in removed:

@@ -32,7 +32,7 @@ from decimal import Decimal
 from gateway.domain import capacity, fleet
 from gateway.domain.demand import Demand
 from gateway.domain.eligibility import HostFacts, Reason, first_reason, host_facts
-from gateway.domain.ledger import Entry, Ledger, Vector
+from gateway.domain.ledger import Cells, Entry, Ledger, Vector
 from gateway.domain.quantity import CONTEXT
 from gateway.domain.records import Basis, Hypervisor, View
 
@@ -242,7 +242,7 @@ def read_groups(
         keys = [None]
     groups = []
     for key in fleet.ordered_keys(keys):  # type: ignore[arg-type]
-        row = [int(n) for n in ledger.groups.get(key, {}).get(flavor, _EMPTY)]
+        row = [int(n) for n in ledger.groups.get(key, Cells()).get(flavor, _EMPTY)]
         hosts, judged, slots, on_allocation, allocation_slots, room, unknown = row[:7]
         excluded = row[7:]
         groups.append(

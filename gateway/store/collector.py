@@ -10,9 +10,10 @@ is safe because nothing built meanwhile is cyclic garbage.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+
+from gateway.store import heap
 
 __all__ = ["collector_paused", "settle"]
 
@@ -57,16 +58,4 @@ def settle(*, thorough: bool = True) -> None:
         gc.unfreeze()
     gc.collect()
     gc.freeze()
-    _trim_heap()
-
-
-def _malloc_trim() -> Callable[[], object]:
-    """glibc's ``malloc_trim(0)``, or nothing on a C library without it (musl)."""
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)  # the process's own symbols
-    if trim is None:
-        return lambda: None
-    trim.argtypes = [ctypes.c_size_t]
-    return lambda: trim(0)
-
-
-_trim_heap = _malloc_trim()
+    heap.trim()
