@@ -1,17 +1,32 @@
-"""WebSocket frames written together: one write per connection every few milliseconds."""
+"""WebSocket frames written together: one write per connection every few milliseconds;
+and compressed only from COMPRESS_FROM bytes."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
 import websockets
+from websockets.extensions.base import Extension
+from websockets.extensions.permessage_deflate import (
+    ClientPerMessageDeflateFactory,
+    PerMessageDeflate,
+)
+from websockets.frames import Frame, Opcode
+from websockets.typing import ExtensionParameter
 
-from gateway.http.frames import CoalescingTransport, CoalescingWebSocketProtocol
+from gateway.http.frames import (
+    COMPRESS_FROM,
+    CoalescingTransport,
+    CoalescingWebSocketProtocol,
+    SmallUncompressed,
+)
 from gateway.http.server import config
+from gateway.store.store import Store
 from tests.objects import hypervisor
 from tests.support import eventually, listening, run_server
 
@@ -114,20 +129,29 @@ def test_the_server_speaks_websocket_through_it() -> None:
     assert config(object(), host="127.0.0.1", port=0).ws is CoalescingWebSocketProtocol
 
 
-async def test_a_subscriber_gets_every_change_of_a_burst_in_order() -> None:
-    """A burst of changes reaches the subscriber in few writes, every one in order."""
-    hosts = [hypervisor(f"node-{n}", resource_version="1") for n in range(3)]
+@contextlib.asynccontextmanager
+async def subscribed(
+    hosts: list[dict[str, Any]], **options: Any
+) -> AsyncIterator[tuple[websockets.ClientConnection, Store]]:
+    """A client of the real server, subscribed to every host's changes (``options``:
+    websockets.connect's)."""
+    protocols = [websockets.Subprotocol("graphql-transport-ws")]
     async with (
         run_server(hosts) as (address, store),
-        websockets.connect(
-            f"ws://{address}/graphql", subprotocols=[websockets.Subprotocol("graphql-transport-ws")]
-        ) as ws,
+        websockets.connect(f"ws://{address}/graphql", subprotocols=protocols, **options) as ws,
     ):
         await ws.send(json.dumps({"type": "connection_init"}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
         query = "subscription { hypervisorChanged { hypervisor { name resourceVersion } } }"
         await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query}}))
         await listening(address)
+        yield ws, store
+
+
+async def test_a_subscriber_gets_every_change_of_a_burst_in_order() -> None:
+    """A burst of changes reaches the subscriber in few writes, every one in order."""
+    hosts = [hypervisor(f"node-{n}", resource_version="1") for n in range(3)]
+    async with subscribed(hosts) as (ws, store):
         for version in range(2, 12):
             for n in range(3):
                 store.upsert(hypervisor(f"node-{n}", resource_version=str(version)))
@@ -137,3 +161,80 @@ async def test_a_subscriber_gets_every_change_of_a_burst_in_order() -> None:
             host = message["payload"]["data"]["hypervisorChanged"]["hypervisor"]
             seen.append((host["name"], host["resourceVersion"]))
     assert seen == [(f"node-{n}", str(v)) for v in range(2, 12) for n in range(3)]
+
+
+# Compression: only messages of COMPRESS_FROM bytes or more.
+
+
+def deflate_pair() -> tuple[SmallUncompressed, PerMessageDeflate]:
+    """The server's extension as negotiated with context takeover, and a client's."""
+    server = PerMessageDeflate(False, False, 12, 12, {"memLevel": 5})
+    return SmallUncompressed(server), PerMessageDeflate(False, False, 12, 12)
+
+
+def test_small_messages_go_uncompressed_and_the_peer_keeps_decoding() -> None:
+    """A message left plain is not fed to the compressor, whose state the peer's
+    decompressor shares: the compressed messages around it still decode."""
+    sending, receiving = deflate_pair()
+    large = json.dumps([{"name": f"node-{n}", "zone": "qa-de-1a"} for n in range(40)])
+    small = json.dumps({"id": "1", "type": "next", "payload": {"data": None}})
+    assert len(large) >= COMPRESS_FROM > len(small)
+    for text in (large, small, large, small, large):
+        frame = sending.encode(Frame(Opcode.TEXT, text.encode()))
+        assert frame.rsv1 is (text is large)
+        assert len(frame.data) < len(text) if text is large else frame.data == text.encode()
+        assert receiving.decode(frame).data.decode() == text
+
+
+def test_control_frames_and_fragments_are_the_extensions_own() -> None:
+    sending, _ = deflate_pair()
+    ping = Frame(Opcode.PING, b"x")
+    assert sending.encode(ping) is ping
+    part = sending.encode(Frame(Opcode.TEXT, b"x" * 10, fin=False))
+    assert part.rsv1  # a fragment's message may be long: compressed as before
+
+
+class Recorded(Extension):
+    """A client's permessage-deflate that notes whether each message came compressed."""
+
+    def __init__(self, deflate: Extension, compressed: list[bool]) -> None:
+        self.deflate, self.name, self.compressed = deflate, deflate.name, compressed
+
+    def decode(self, frame: Frame, *, max_size: int | None = None) -> Frame:
+        if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
+            self.compressed.append(frame.rsv1)
+        return self.deflate.decode(frame, max_size=max_size)
+
+    def encode(self, frame: Frame) -> Frame:
+        return self.deflate.encode(frame)
+
+
+class Recording(ClientPerMessageDeflateFactory):
+    def __init__(self) -> None:
+        super().__init__()
+        self.compressed: list[bool] = []
+
+    def process_response_params(
+        self, params: Sequence[ExtensionParameter], accepted_extensions: Sequence[Extension]
+    ) -> Extension:
+        deflate = super().process_response_params(params, accepted_extensions)
+        return Recorded(deflate, self.compressed)
+
+
+async def test_a_client_offering_compression_gets_small_messages_plain() -> None:
+    """websockets' own client negotiates permessage-deflate with the real server: the
+    acknowledgement, a change of one host and a completion come plain, a large answer
+    compressed."""
+    hosts = [hypervisor(f"node-{n}", resource_version="1") for n in range(30)]
+    recording = Recording()
+    async with subscribed(hosts, compression=None, extensions=[recording]) as (ws, store):
+        store.upsert(hypervisor("node-0", resource_version="2"))
+        change = json.loads(await ws.recv())
+        fleet = "{ hypervisors(first: 30) { nodes { name zone resourceVersion } } }"
+        await ws.send(json.dumps({"id": "2", "type": "subscribe", "payload": {"query": fleet}}))
+        answer = await ws.recv()
+        assert json.loads(await ws.recv())["type"] == "complete"
+    assert change["payload"]["data"]["hypervisorChanged"]["hypervisor"]["resourceVersion"] == "2"
+    assert len(json.loads(answer)["payload"]["data"]["hypervisors"]["nodes"]) == 30
+    assert len(answer) >= COMPRESS_FROM
+    assert recording.compressed == [False, False, True, False]  # ack, change, answer, complete
