@@ -177,6 +177,20 @@ class Context:
         context.connection_params = self.connection_params
         return context
 
+    def detached(self, on_lag: Callable[[], None]) -> Context:
+        """A context like this one that follows the store, of no connection: for a
+        subscription run once for the subscribers of many (gateway.http.broadcast)."""
+        return Context(
+            self.store,
+            self.status,
+            self.feed,
+            pinned=False,
+            coalesce_interval=self.coalesce_interval,
+            max_page_size=self.max_page_size,
+            on_lag=on_lag,
+            catalog=self.catalog,
+        )
+
     def cut_off(self) -> None:
         """End a subscriber that fell too far behind, once; how is the transport's business."""
         if self.on_lag is not None:

@@ -22,12 +22,18 @@ from gateway.api.totals import FleetGroup, fleet_groups
 from gateway.domain import fleet
 from gateway.domain import records as domain
 from gateway.domain.flavors import Catalog
-from gateway.store.feed import ChangeFeed
+from gateway.store.feed import ChangeFeed, Commit
 from gateway.store.snapshot import Change, Snapshot
 from gateway.store.snapshot import ChangeType as StoreChangeType
 from gateway.store.views import Views
 
-__all__ = ["Subscription"]
+__all__ = ["BROADCAST", "Subscription"]
+
+#: The subscription fields whose events are the same for every subscriber of one
+#: operation from the moment it subscribes: each payload names the store generation
+#: its change made (``generation``). Their subscribers may share one run of the
+#: operation (gateway.http.broadcast).
+BROADCAST = frozenset({"hypervisorChanged"})
 
 T = TypeVar("T")
 
@@ -49,6 +55,8 @@ class HypervisorChange:
     )
     #: The fleet the change's links are followed in: the one its record is part of.
     snapshot: strawberry.Private[Snapshot]
+    #: The store generation the change made (its commit's), for a deletion too.
+    generation: strawberry.Private[int]
 
 
 @strawberry.type(description="A change to one of the operator's evictions.")
@@ -78,12 +86,7 @@ class Subscription:
             async for commit in changes:
                 for change in commit.changes:
                     if (kind := _change_type(change, matches)) is not None:
-                        yield _view(
-                            info.context.answers.payloads,
-                            change.hypervisor,
-                            kind,
-                            commit.holding(change),
-                        )
+                        yield _view(info.context.answers.payloads, change, kind, commit)
 
     @strawberry.subscription(
         description="The consumer now, then again whenever one of its bookings changes; "
@@ -193,16 +196,22 @@ async def shared_groups(
 
 def _view(
     payloads: Recent[HypervisorChange],
-    record: domain.Hypervisor,
+    change: Change,
     kind: ChangeType,
-    snapshot: Snapshot,
+    commit: Commit[Snapshot, Change],
 ) -> HypervisorChange:
     """Each change's message payload, one per kind, for all its subscribers: filed under
     the record it shows and its snapshot, not the change, which holds the record it
     replaced too."""
+    record, snapshot = change.hypervisor, commit.holding(change)
     view = payloads.get((record, snapshot), kind)
     if view is None:
-        view = HypervisorChange(type=kind, hypervisor=record, snapshot=snapshot)  # type: ignore[arg-type]
+        view = HypervisorChange(
+            type=kind,
+            hypervisor=record,  # type: ignore[arg-type]
+            snapshot=snapshot,
+            generation=commit.after.generation,
+        )
         payloads.put((record, snapshot), view, kind)
     return view
 

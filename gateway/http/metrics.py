@@ -16,7 +16,7 @@ series without end and exhaust Prometheus.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sized
 from typing import Protocol, TypeVar
 
 from prometheus_client import (
@@ -87,10 +87,17 @@ class OperationNames:
 
 
 class Connections(Protocol):
-    """What the collector needs of the WebSocket server: how many are open."""
+    """What the collector needs of the WebSocket server: how many are open, and their
+    subscriptions of every change."""
 
     @property
     def connections(self) -> int: ...
+
+    @property
+    def streams(self) -> int: ...
+
+    @property
+    def broadcasts(self) -> Sized: ...
 
 
 class StateCollector(Collector):
@@ -125,7 +132,12 @@ class StateCollector(Collector):
         yield _gauge(
             "subscription_streams",
             "Subscriptions receiving every change (hypervisorChanged, consumerChanged).",
-            self.feed.subscribers,
+            self.websockets.streams,
+        )
+        yield _gauge(
+            "subscription_broadcasts",
+            "hypervisorChanged operations run once for all their subscribers.",
+            len(self.websockets.broadcasts),
         )
         yield _gauge(
             "subscription_latest_readers",

@@ -7,7 +7,9 @@ prepares each operation with the HTTP endpoint's :class:`gateway.http.operations
 (token, depth, alias, selection and cost limits, validation, introspection) and
 runs queries and mutations in a worker thread through the same
 :class:`gateway.http.execution.Execution` (slots, time, response size): one policy,
-the same errors. Subscriptions, once checked, are Strawberry's to run.
+the same errors. Subscriptions, once checked, are Strawberry's to run, but for
+those all of whose subscribers get the same messages (``hypervisorChanged``): the
+subscribers of one such operation share one run of it (gateway.http.broadcast).
 
 Persisted queries work as over HTTP: a ``subscribe`` or ``start`` may name its
 document by ``extensions.persistedQuery`` alone, and is answered by the same
@@ -26,15 +28,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
+import json
 import os
 from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
 import msgspec
-from graphql import GraphQLError, OperationType
+from graphql import FieldNode, GraphQLError, OperationDefinitionNode, OperationType
 from starlette.types import Receive, Scope, Send
-from starlette.websockets import WebSocket, WebSocketState
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from starlette.websockets import WebSocketDisconnected as ClosedAlready
 from strawberry import Schema
 from strawberry.asgi import GraphQL
@@ -50,10 +54,12 @@ from strawberry.types.execution import ExecutionResult, PreExecutionError
 from strawberry.utils.aio import aclosing
 
 from gateway.api.context import Context
+from gateway.api.subscriptions import BROADCAST
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
+from gateway.http.broadcast import Broadcast, Broadcasts, send_frames
 from gateway.http.execution import Execution, mask
-from gateway.http.operations import Operations
+from gateway.http.operations import Operations, PreparedOperation
 from gateway.http.refusal import refuse, refuse_websocket
 from gateway.http.request import (
     HttpError,
@@ -74,14 +80,20 @@ INVALID = object()
 
 
 class Document(str):
-    """A message's query (empty when a persisted hash names it), with its extensions."""
+    """A message's query (empty when a persisted hash names it), with its extensions,
+    and the text its result messages begin with (its id and their type)."""
 
     extensions: dict[str, Any] | None = None
+    prefix: str | None = None
 
     @classmethod
-    def of(cls, payload: dict[str, Any]) -> Document:
+    def of(cls, message: dict[str, Any], template: str) -> Document:
+        """``template``: a result message with ``%s`` for the id, ending where the
+        payload begins."""
+        payload = message["payload"]
         document = cls(payload.get("query") or "")
         document.extensions = payload.get("extensions")
+        document.prefix = template % msgspec.json.encode(message["id"]).decode()
         return document
 
 
@@ -96,6 +108,7 @@ class Streams:
         self.schema = schema
         self.operations = operations
         self.execution = execution
+        self.broadcasts = Broadcasts(schema._schema, schema.process_errors)
 
     async def stream(
         self,
@@ -111,12 +124,16 @@ class Streams:
         # A plain str: the parse and validation caches keep it, not the message's extensions.
         params = Params(str(query or ""), operation_name, variable_values)
         extensions = operation_extensions or getattr(query, "extensions", None)
-        return self._results(params, extensions, context_value)
+        return self._results(params, extensions, context_value, getattr(query, "prefix", None))
 
     subscribe = stream
 
     async def _results(
-        self, params: Params, extensions: dict[str, Any] | None, context: Context
+        self,
+        params: Params,
+        extensions: dict[str, Any] | None,
+        context: Context,
+        prefix: str | None,
     ) -> AsyncGenerator[ExecutionResult, None]:
         try:
             params = dataclasses.replace(params, persisted=persisted_hash(extensions))
@@ -129,6 +146,12 @@ class Streams:
             yield PreExecutionError(data=None, errors=error.errors)
             return
         if prepared.operation.operation is OperationType.SUBSCRIPTION:
+            connection = _connection(context)
+            if prefix is not None and connection is not None and _broadcast(prepared.operation):
+                failed = await self._broadcast(prepared, params, context, prefix, connection)
+                if failed is not None:
+                    yield failed
+                return
             source = await self.schema.subscribe(
                 params.query, params.variables, context, None, params.operation_name
             )
@@ -162,6 +185,38 @@ class Streams:
         extensions = {"warnings": warnings} if warnings else None
         yield ExecutionResult(data=result.data, errors=errors or None, extensions=extensions)
 
+    async def _broadcast(
+        self,
+        prepared: PreparedOperation,
+        params: Params,
+        context: Context,
+        prefix: str,
+        connection: WebSocket,
+    ) -> PreExecutionError | None:
+        """Subscribe to the operation's broadcast, and write its frames until it ends;
+        or the errors that stop it before its first event."""
+        variables = json.dumps(params.variables or {}, sort_keys=True, default=repr)
+        # The catalog by identity: the broadcast's context holds it, so the id is its own.
+        key = (params.query, variables, params.operation_name, id(context.catalog))
+        started = await self.broadcasts.start(
+            key, prepared.document, params.variables, params.operation_name, context
+        )
+        if not isinstance(started, Broadcast):
+            return PreExecutionError(data=None, errors=started.errors)
+        with self.broadcasts.member(started, context, prefix) as member:
+            await send_frames(member, functools.partial(send_text_while_connected, connection))
+        return None
+
+
+def _broadcast(operation: OperationDefinitionNode) -> bool:
+    """Whether the subscription's one root field is one all its subscribers may share."""
+    selections = operation.selection_set.selections
+    return (
+        len(selections) == 1
+        and isinstance(selections[0], FieldNode)
+        and selections[0].name.value in BROADCAST
+    )
+
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """graphql-transport-ws, closing with 4400 on every message it cannot read."""
@@ -174,7 +229,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             if (reason := _bad_payload(message)) is not None:
                 await self.handle_invalid_message(reason)
                 return
-            message["payload"]["query"] = Document.of(message["payload"])
+            message["payload"]["query"] = Document.of(message, '{"id":%s,"type":"next","payload":')
         await super().handle_message(message)
 
     async def send_message(self, message: Any) -> None:
@@ -191,7 +246,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             await self.websocket.close(code=4400, reason=reason)
             return
         if message["type"] == "start":
-            message["payload"]["query"] = Document.of(message["payload"])
+            message["payload"]["query"] = Document.of(message, '{"type":"data","id":%s,"payload":')
         await super().handle_message(message)
 
     async def send_message(self, message: Any) -> None:
@@ -210,6 +265,13 @@ async def send_while_connected(websocket: Any, message: Any) -> None:
     """
     with contextlib.suppress(WebSocketDisconnected, ClosedAlready):
         await websocket.send_json(message)
+
+
+async def send_text_while_connected(websocket: WebSocket, text: str) -> None:
+    """Send a message's ``text`` on Starlette's ``websocket``, unless the client has gone
+    (as :func:`send_while_connected` does)."""
+    with contextlib.suppress(WebSocketDisconnect, ClosedAlready):
+        await websocket.send_text(text)
 
 
 def _malformed(message: Any) -> str | None:
@@ -267,9 +329,10 @@ class SubscriptionServer(GraphQL[Context, None]):
         catalog: Catalog = NO_CATALOG,
     ) -> None:
         """``operations`` and ``execution`` are the HTTP endpoint's (one policy)."""
+        streams = Streams(schema, operations, execution)
         super().__init__(
             # The handlers call nothing but stream and subscribe (see Streams).
-            cast("BaseSchema", Streams(schema, operations, execution)),
+            cast("BaseSchema", streams),
             graphql_ide=None,
             allowed_origins=allowed_origins,
             keep_alive=True,
@@ -281,6 +344,7 @@ class SubscriptionServer(GraphQL[Context, None]):
         self.store = store
         self.status = status
         self.feed = feed
+        self.broadcasts = streams.broadcasts
         self.coalesce_interval = coalesce_interval
         self.limits = operations.limits
         self.max_connections = max_connections
@@ -301,6 +365,12 @@ class SubscriptionServer(GraphQL[Context, None]):
             await super().__call__(scope, receive, send)
         finally:
             self.connections -= 1
+
+    @property
+    def streams(self) -> int:
+        """Subscriptions receiving every change: the feed's, a broadcast's counted by
+        its subscribers (its source reads the feed once for them all)."""
+        return self.feed.subscribers - len(self.broadcasts) + self.broadcasts.members
 
     async def reject_websocket(self, request: WebSocket) -> WebSocket:
         """A cross-origin handshake from an origin not allowed: 403, saying so."""
