@@ -160,7 +160,7 @@ async def test_a_subscriber_joining_behind_the_source_gets_only_later_changes(
 
 
 async def test_a_member_too_far_behind_is_cut_off_and_the_others_go_on(
-    live: tuple[Store, Feed, list[str]],
+    live: tuple[Store, Feed, list[str]], caplog: pytest.LogCaptureFixture
 ) -> None:
     store, feed, logged = live
     broadcasts = broadcasts_of(logged, queue_limit=3)
@@ -178,6 +178,10 @@ async def test_a_member_too_far_behind_is_cut_off_and_the_others_go_on(
         assert (stalled.cut_off, reading.cut_off) == (1, 0)
         assert [frame async for frame in behind.frames()] == []  # ended, its backlog dropped
         assert behind not in broadcast.members or behind.ended
+    assert [r.getMessage() for r in caplog.records if r.name == "gateway.http.broadcast"] == [
+        "a subscriber of every change has 3 messages unsent (its client reads too slowly): "
+        "closing its connection (1013)"
+    ]
 
 
 async def test_the_last_member_leaving_stops_the_source(
@@ -199,7 +203,7 @@ async def test_the_last_member_leaving_stops_the_source(
 
 
 async def test_a_source_behind_the_store_cuts_off_every_member(
-    live: tuple[Store, Feed, list[str]],
+    live: tuple[Store, Feed, list[str]], caplog: pytest.LogCaptureFixture
 ) -> None:
     """More commits than the feed queues before the source reads one: nobody can be
     told every change, so every subscriber is told to reconnect, and the source's
@@ -217,6 +221,10 @@ async def test_a_source_behind_the_store_cuts_off_every_member(
         assert [frame async for frame in first.frames()] == []
         assert [frame async for frame in second.frames()] == []
     assert (one.cut_off, two.cut_off) == (1, 1)
+    assert [r.getMessage() for r in caplog.records if r.name == "gateway.http.broadcast"] == [
+        "a broadcast fell 8 changes behind the store: closing the connections of its 2 "
+        "subscribers (1013)"
+    ]
 
 
 async def test_variables_that_do_not_coerce_start_nothing(

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from typing import Any
@@ -47,6 +48,8 @@ from gateway.api.context import Context
 from gateway.api.executor import Executor
 
 __all__ = ["Broadcast", "Broadcasts", "Member"]
+
+log = logging.getLogger(__name__)
 
 #: Sends one frame's text on a subscriber's connection.
 Send = Callable[[str], Awaitable[None]]
@@ -76,6 +79,11 @@ class Member:
         if self.ended:
             return
         if len(self._pending) >= self.limit:
+            log.warning(
+                "a subscriber of every change has %d messages unsent (its client reads "
+                "too slowly): closing its connection (1013)",
+                len(self._pending),
+            )
             self.cut_off()
             return
         self._pending.append(payload)
@@ -131,6 +139,12 @@ class Broadcast:
 
     def cut_off(self) -> None:
         """The source fell behind the store: no member can be told every change."""
+        log.warning(
+            "a broadcast fell %d changes behind the store: closing the connections of "
+            "its %d subscribers (1013)",
+            self.queue_limit,
+            len(self.members),
+        )
         for member in list(self.members):
             member.cut_off()
 
