@@ -22,11 +22,7 @@ from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from gateway.store.snapshot import Change, ChangeType, Snapshot
 
-__all__ = ["TURN", "ChangeFeed", "Changing", "Commit", "Feed", "Lagging"]
-
-#: Commits a subscriber behind reads at once before the others read theirs: fewer
-#: than a subscription event's results are kept for (gateway.api.recent.MAX_KEPT).
-TURN = 32
+__all__ = ["ChangeFeed", "Changing", "Commit", "Feed", "Lagging"]
 
 S = TypeVar("S")
 C = TypeVar("C")
@@ -137,17 +133,13 @@ class ChangeFeed(Generic[S, C]):
             self._streams.discard(stream)
 
     async def _read(self, stream: _Stream[S, C]) -> AsyncIterator[Commit[S, C]]:
-        read = 0
         while True:
-            read += 1
-            if read % TURN == 0 and not stream.queue.empty():
-                # Behind: the other subscribers take these commits before it goes on.
-                # A subscriber's queue, read without a pause, was read to the end in
-                # one go, each subscriber alone, hundreds of commits apart: what one
-                # made of a change was no longer kept when the next came to it
-                # (gateway.api.recent), and each made its own. A pause per commit
-                # let a subscriber read one per turn of the loop: fewer than came.
-                await asyncio.sleep(0)
+            # A subscriber behind reads its backlog to the end in one turn of the loop:
+            # a pause every few commits let it read that many a turn, and when the
+            # informer applied more a turn (a busy loop turns slowly) it fell behind
+            # for good (bench.ceiling: cut off at 1,000 changes/s). The subscribers of
+            # one operation share their run of it (gateway.http.broadcast), not the
+            # moments they read a commit.
             commit = await stream.queue.get()
             if stream.lagging:
                 raise Lagging(
