@@ -13,14 +13,17 @@ from bench.churn import Load
 from bench.soak import Soak, figures, markdown, soak
 from bench.soak.documents import FAILING
 from bench.soak.logs import NOT_JSON, errors
-from bench.soak.samples import LIVE_SNAPSHOTS, Sample, budgets
+from bench.soak.samples import FROZEN_OBJECTS, LIVE_SNAPSHOTS, Sample, budgets
 from bench.soak.sockets import PROTOCOLS
 
 MIB = 1024
 
 
 def _run(
-    rss_mib: list[float], live: list[float] | None = None, warmup: float = 1
+    rss_mib: list[float],
+    live: list[float] | None = None,
+    warmup: float = 1,
+    frozen: list[float] | None = None,
 ) -> dict[str, Any]:
     """A run sampled once a minute, ``warmup`` minutes of warm-up."""
     samples = []
@@ -31,6 +34,8 @@ def _run(
         }
         if live is not None:
             gauges[LIVE_SNAPSHOTS] = live[minute]
+        if frozen is not None:
+            gauges[FROZEN_OBJECTS] = frozen[minute]
         samples.append({"at": minute * 60.0, "rss_kib": int(rss * MIB), "gauges": gauges})
     return {
         "plan": dataclasses.asdict(Soak(minutes=len(rss_mib), warmup=warmup, every=60)),
@@ -80,6 +85,17 @@ def test_without_the_live_snapshots_gauge_the_report_says_it_is_absent() -> None
     assert f"- live snapshots: absent (`{LIVE_SNAPSHOTS}` not in /metrics)" in report
     assert "| `hypervisor_gateway_memo_bytes` | 100 | 400 (25% used) |" in report
     assert "memo_max_bytes" not in report  # a budget, not a memo of its own
+
+
+def test_frozen_objects_are_shown_from_warm_up_end_with_their_slope_an_hour() -> None:
+    """A count, not a memo: 500 more objects a minute after warm-up is 30,000 an hour."""
+    run = _run([100.0] * 5, frozen=[10, 1000, 1500, 2000, 2500])
+
+    assert figures(run)["frozen"] == (1000, 2500, pytest.approx(30_000))
+    report = markdown(run)
+    assert "- frozen objects after warm-up: 1,000 -> 2,500 (+30,000 an hour)" in report
+    assert "frozen_objects` |" not in report  # not listed among the bytes
+    assert f"- frozen objects: absent (`{FROZEN_OBJECTS}`" in markdown(_run([100.0] * 3))
 
 
 def test_a_budget_is_read_from_the_help_or_from_a_limit_gauge_beside_the_bytes() -> None:
@@ -150,6 +166,7 @@ def test_a_short_soak_drives_every_kind_and_samples_the_gateway(tmp_path: Path) 
     assert len(samples) >= 3 and all(s["rss_kib"] > 0 for s in samples)
     assert run["peak_kib"] >= max(s["rss_kib"] for s in samples)
     assert "hypervisor_gateway_completed_objects_bytes" in samples[-1]["gauges"]
+    assert samples[-1]["gauges"][FROZEN_OBJECTS] > 0
     assert "hypervisor_gateway_completed_objects_bytes" in run["budgets"]
     outcomes = run["outcomes"]
     for kind, (code, _) in FAILING.items():

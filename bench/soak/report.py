@@ -5,7 +5,9 @@ what the gateway would gain running on, and set against its RSS it reads
 across fleet sizes. It is called flat when an hour at that slope adds less
 than ``FLAT`` of the RSS at warm-up end. Live snapshots are called bounded
 when the second half of the run after warm-up holds no more than the first
-half did (plus ``SLACK``): a count that grows with time keeps rising.
+half did (plus ``SLACK``): a count that grows with time keeps rising. The
+frozen objects are shown from warm-up end to the end, with their slope: RSS
+that grows while they stay level is memory the allocator keeps, not objects.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import statistics
 from typing import Any
 
 from bench.churn.report import cell
-from bench.soak.samples import LIVE_SNAPSHOTS, is_limit
+from bench.soak.samples import COUNTS, FROZEN_OBJECTS, LIVE_SNAPSHOTS, is_limit
 
 __all__ = ["FLAT", "SLACK", "figures", "markdown"]
 
@@ -37,13 +39,14 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
     slope = statistics.linear_regression(hours, rss).slope if len(after) > 1 else 0.0
     scraped = [s["gauges"] for s in after if s["gauges"] is not None]
     live = [gauges[LIVE_SNAPSHOTS] for gauges in scraped if LIVE_SNAPSHOTS in gauges]
+    frozen = [(s["at"] / 3600, s["gauges"][FROZEN_OBJECTS]) for s in after if _has_frozen(s)]
     last: dict[str, float] = next(
         (s["gauges"] for s in reversed(samples) if s["gauges"] is not None), {}
     )
     memos = {
         series: value
         for series, value in last.items()
-        if series != LIVE_SNAPSHOTS and not is_limit(series)
+        if series not in COUNTS and not is_limit(series)
     }
     return {
         "rss_start_mib": samples[0]["rss_kib"] / KIB,
@@ -57,12 +60,26 @@ def figures(run: dict[str, Any]) -> dict[str, Any]:
         "scrapes_failed": sum(s["gauges"] is None for s in samples),
         "live": _spread(live),
         "live_bounded": _bounded(live),
+        "frozen": _growth(frozen),
         "memos": {series: (value, run["budgets"].get(series)) for series, value in memos.items()},
         "budget_mib": sum(run["budgets"].values()) / 2**20,
         "log_errors": sum(run["log_errors"].values()),
         "stopped": run["stopped_over_limit"],
         "rss_limit_mib": run["plan"]["rss_limit_mib"],
     }
+
+
+def _has_frozen(sample: dict[str, Any]) -> bool:
+    return sample["gauges"] is not None and FROZEN_OBJECTS in sample["gauges"]
+
+
+def _growth(points: list[tuple[float, float]]) -> tuple[float, float, float] | None:
+    """The first value, the last, and the slope an hour by least squares."""
+    if not points:
+        return None
+    hours, values = zip(*points, strict=True)
+    slope = statistics.linear_regression(hours, values).slope if len(points) > 1 else 0.0
+    return values[0], values[-1], slope
 
 
 def _spread(values: list[float]) -> tuple[float, float, float] | None:
@@ -129,6 +146,13 @@ def _verdicts(f: dict[str, Any]) -> list[str]:
     else:
         bounded = "bounded" if f["live_bounded"] else "NOT bounded"
         lines.append(f"- live snapshots {bounded}: max {f['live'][2]:g}")
+    if f["frozen"] is None:
+        lines.append(f"- frozen objects: absent (`{FROZEN_OBJECTS}` not in /metrics)")
+    else:
+        first, last, slope = f["frozen"]
+        lines.append(
+            f"- frozen objects after warm-up: {first:,.0f} -> {last:,.0f} ({slope:+,.0f} an hour)"
+        )
     lines.append(f"- the gateway's log: {f['log_errors']:,} error lines")
     for series, (value, budget) in sorted(f["memos"].items()):
         if budget is not None:

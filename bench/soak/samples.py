@@ -5,9 +5,11 @@ Beside it, from each scrape, every gauge whose name ends in ``_bytes`` (a memo,
 a cache, a store of documents: whatever the gateway reports sizing in bytes)
 and the live snapshots gauge, which counts the fleet states still referenced
 (by queries running, subscribers behind, carried views): bounded when nothing
-holds an old state longer than it is used. A budget is known when the gauge's
-help says it (``at most N``) or a gauge of the same name ending in
-``_budget_bytes`` or ``_max_bytes`` gives it.
+holds an old state longer than it is used; and the frozen objects, the
+long-lived heap by count, level under churn unless something keeps what the
+changes make (RSS that grows while they stay level is the allocator's). A
+budget is known when the gauge's help says it (``at most N``) or a gauge of the
+same name ending in ``_budget_bytes`` or ``_max_bytes`` gives it.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.processes import memory_kib
 
-__all__ = ["LIVE_SNAPSHOTS", "Sample", "budgets", "is_limit", "sample"]
+__all__ = ["COUNTS", "FROZEN_OBJECTS", "LIVE_SNAPSHOTS", "Sample", "budgets", "is_limit", "sample"]
 
 LIVE_SNAPSHOTS = "hypervisor_gateway_snapshots_live"
+FROZEN_OBJECTS = "hypervisor_gateway_frozen_objects"
+#: The gauges sampled beside the ``_bytes`` ones: counts, not memos.
+COUNTS = (LIVE_SNAPSHOTS, FROZEN_OBJECTS)
 _BUDGET = re.compile(r"at most (\d+)")
 _LIMITS = ("_budget_bytes", "_max_bytes")
 
@@ -34,7 +39,7 @@ class Sample:
 
     at: float
     rss_kib: int
-    #: Every ``_bytes`` gauge by its series (name and labels), the live snapshots too;
+    #: Every ``_bytes`` gauge by its series (name and labels), the COUNTS too;
     #: None when the scrape failed (the gateway too busy to answer in time).
     gauges: dict[str, float] | None
 
@@ -56,7 +61,7 @@ def sample(pid: int, url: str, start: float) -> tuple[Sample, dict[str, float]]:
     for family in text_string_to_metric_families(text):
         if family.type != "gauge":
             continue
-        if family.name != LIVE_SNAPSHOTS and not family.name.endswith("_bytes"):
+        if family.name not in COUNTS and not family.name.endswith("_bytes"):
             continue
         for metric in family.samples:
             series = _series(metric.name, metric.labels)

@@ -16,6 +16,7 @@ series without end and exhaust Prometheus.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Sized
 from typing import Protocol, TypeVar
 
@@ -151,6 +152,13 @@ class StateCollector(Collector):
         yield from _memos(self.store.memos)
         yield from _completed(Answers.of(self.store.memos))
         yield from _parsing()
+        yield _gauge(
+            "frozen_objects",
+            "Objects alive that the store's settles took out of the cyclic collector "
+            "(gc.get_freeze_count()): the long-lived heap, by count. Under churn it stays "
+            "level unless something keeps what the changes make.",
+            gc.get_freeze_count(),
+        )
         yield _gauge(
             "snapshots_live",
             "The store's snapshots still referenced (by queries, subscribers, the store).",
