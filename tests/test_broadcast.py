@@ -179,8 +179,8 @@ async def test_a_member_too_far_behind_is_cut_off_and_the_others_go_on(
         assert [frame async for frame in behind.frames()] == []  # ended, its backlog dropped
         assert behind not in broadcast.members or behind.ended
     assert [r.getMessage() for r in caplog.records if r.name == "gateway.http.broadcast"] == [
-        "a subscriber of every change has 3 messages unsent (its client reads too slowly): "
-        "closing its connection (1013)"
+        "a subscriber of every change has 3 messages (309 bytes) unsent (its client reads "
+        "too slowly): closing its connection (1013)"
     ]
 
 
@@ -258,3 +258,29 @@ async def test_a_source_that_fails_tells_every_member_once(
     assert message["payload"]["data"] is None
     assert "no-such" in message["payload"]["errors"][0]["message"]
     assert len(logged) == 1
+
+
+async def test_a_member_with_too_many_bytes_unsent_is_cut_off(
+    live: tuple[Store, Feed, list[str]],
+) -> None:
+    """Large messages cut a slow subscriber off before a thousand of them: its backlog
+    is bounded in bytes too, and the bytes it holds go as it sends them."""
+    store, feed, _ = live
+    connection = Connection(store, feed)
+    member = Member(connection.context, '{"id":"1","payload":', since=0, limit=100, max_bytes=10)
+    member.put("123456")
+    member.put("7890")
+    assert member.pending_bytes == 10
+    assert [frame async for frame in _first(member.frames(), 1)] == ['{"id":"1","payload":123456}']
+    assert member.pending_bytes == 4
+    member.put("abcdefg")  # 11 bytes unsent: over, but taken; the next one is not
+    member.put("x")
+    assert (connection.cut_off, member.ended, member.pending_bytes) == (1, True, 0)
+
+
+async def _first(frames: AsyncIterator[str], count: int) -> AsyncIterator[str]:
+    async for frame in frames:
+        yield frame
+        count -= 1
+        if count == 0:
+            return

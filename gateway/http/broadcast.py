@@ -22,9 +22,10 @@ stream what it was alone:
   subscriber takes the events of generations after the one current when it
   joined, whether the broadcast's source is behind the store or not.
 * It is cut off as the change feed cuts off a subscriber behind
-  (:class:`gateway.store.feed.Lagging`): more than ``queue_limit`` payloads
-  unsent, and its connection is closed with 1013 ("reconnect to resume"). A
-  broadcast that itself falls that far behind the store cuts off every member.
+  (:class:`gateway.store.feed.Lagging`): more than ``queue_limit`` payloads, or
+  :data:`MAX_PENDING_BYTES` of them, unsent, and its connection is closed with
+  1013 ("reconnect to resume"). A broadcast that itself falls ``queue_limit``
+  commits behind the store cuts off every member.
 
 An operation whose events, or whose subscribers' first messages, differ by
 subscriber (``consumerChanged``, ``fleetCapacityChanged``) is not broadcast:
@@ -47,9 +48,13 @@ from graphql.execution import create_source_event_stream
 from gateway.api.context import Context
 from gateway.api.executor import Executor
 
-__all__ = ["Broadcast", "Broadcasts", "Member"]
+__all__ = ["MAX_PENDING_BYTES", "Broadcast", "Broadcasts", "Member"]
 
 log = logging.getLogger(__name__)
+
+#: The text a subscriber may have unsent before it is cut off: the payloads are
+#: shared by the members, but a slow one keeps them alive.
+MAX_PENDING_BYTES = 32 * 2**20
 
 #: Sends one frame's text on a subscriber's connection.
 Send = Callable[[str], Awaitable[None]]
@@ -62,36 +67,59 @@ class Member:
     they come; it ends when the broadcast ends or cuts it off.
     """
 
-    __slots__ = ("_pending", "_ready", "context", "ended", "limit", "prefix", "since")
+    __slots__ = (
+        "_pending",
+        "_ready",
+        "context",
+        "ended",
+        "limit",
+        "max_bytes",
+        "pending_bytes",
+        "prefix",
+        "since",
+    )
 
-    def __init__(self, context: Context, prefix: str, since: int, limit: int) -> None:
+    def __init__(
+        self,
+        context: Context,
+        prefix: str,
+        since: int,
+        limit: int,
+        max_bytes: int = MAX_PENDING_BYTES,
+    ) -> None:
         self.context = context
         #: The frame's text before its payload: its operation id and message type.
         self.prefix = prefix
         #: The store generation current when it joined: it takes the later ones' events.
         self.since = since
         self.limit = limit
+        self.max_bytes = max_bytes
         self.ended = False
         self._pending: deque[str] = deque()
+        #: The length of the payloads in ``_pending``.
+        self.pending_bytes = 0
         self._ready = asyncio.Event()
 
     def put(self, payload: str) -> None:
         if self.ended:
             return
-        if len(self._pending) >= self.limit:
+        if len(self._pending) >= self.limit or self.pending_bytes > self.max_bytes:
             log.warning(
-                "a subscriber of every change has %d messages unsent (its client reads "
-                "too slowly): closing its connection (1013)",
+                "a subscriber of every change has %d messages (%d bytes) unsent (its client "
+                "reads too slowly): closing its connection (1013)",
                 len(self._pending),
+                self.pending_bytes,
             )
             self.cut_off()
             return
         self._pending.append(payload)
+        self.pending_bytes += len(payload)
         self._ready.set()
 
     def cut_off(self) -> None:
         """Too far behind: its connection is told (1013), and it ends without the rest."""
         self._pending.clear()
+        self.pending_bytes = 0
         self.end()
         self.context.cut_off()
 
@@ -106,7 +134,9 @@ class Member:
             # All that came meanwhile, in one turn: the frames of a member behind go
             # out together (gateway.http.frames writes them in one system call).
             while self._pending:
-                yield f"{self.prefix}{self._pending.popleft()}}}"
+                payload = self._pending.popleft()
+                self.pending_bytes -= len(payload)
+                yield f"{self.prefix}{payload}}}"
             if self.ended:
                 return
 
@@ -203,6 +233,11 @@ class Broadcasts:
     @property
     def members(self) -> int:
         return sum(len(b.members) for b in self._running.values())
+
+    @property
+    def pending_bytes(self) -> int:
+        """The text the members have yet to send, as each counts it (they share it)."""
+        return sum(m.pending_bytes for b in self._running.values() for m in b.members)
 
     def __len__(self) -> int:
         return len(self._running)

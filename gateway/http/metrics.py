@@ -17,7 +17,7 @@ series without end and exhaust Prometheus.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sized
+from collections.abc import Iterator
 from typing import Protocol, TypeVar
 
 from prometheus_client import (
@@ -98,7 +98,16 @@ class Connections(Protocol):
     def streams(self) -> int: ...
 
     @property
-    def broadcasts(self) -> Sized: ...
+    def broadcasts(self) -> Broadcasting: ...
+
+
+class Broadcasting(Protocol):
+    """What the collector reads of the broadcasts running."""
+
+    def __len__(self) -> int: ...
+
+    @property
+    def pending_bytes(self) -> int: ...
 
 
 class StateCollector(Collector):
@@ -139,6 +148,12 @@ class StateCollector(Collector):
             "subscription_broadcasts",
             "hypervisorChanged operations run once for all their subscribers.",
             len(self.websockets.broadcasts),
+        )
+        yield _gauge(
+            "subscription_pending_bytes",
+            "Message text the broadcasts' subscribers have yet to send, as each counts it "
+            "(one past 1,000 messages or 32 MiB is cut off).",
+            self.websockets.broadcasts.pending_bytes,
         )
         yield _gauge(
             "subscription_latest_readers",
