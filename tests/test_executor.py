@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import strawberry
 from graphql import ExecutionResult, GraphQLSchema, execute, parse
+from graphql.execution.collect_fields import CollectedFields, FieldDetails
 from hypothesis import HealthCheck, given, settings
 from hypothesis_graphql import from_schema
 from strawberry.schema.config import StrawberryConfig
@@ -18,6 +19,7 @@ from gateway.api.context import Context
 from gateway.api.executor import Executor
 from gateway.api.schema import build_schema, schema, sdl
 from gateway.api.shortcuts import Attribute, Lookup, shortcut_resolvers
+from gateway.api.subscriptions import ChangeType, HypervisorChange
 from gateway.domain.flavors import load_catalog
 from gateway.sources.demo.source import generate
 from gateway.store.source import SyncStatus
@@ -248,6 +250,54 @@ def test_subscription_events_are_executed_by_the_same_executor() -> None:
     and reuse completed records as queries do."""
     assert schema.execution_context_class is Executor
     assert build_schema(shortcuts=False).execution_context_class is not Executor
+
+
+async def test_a_subscription_keeps_nothing_of_the_events_it_executed() -> None:
+    """A subscription lives for hours: what it makes of each event must go with the
+    event. graphql-core's per-event copy shared the subscription's memo of collected
+    fields, keyed by lists each event makes anew: it grew with every event."""
+    import gc
+
+    from gateway.store.feed import Feed
+    from tests.objects import hypervisor
+
+    own = Store()
+    own.replace([hypervisor(f"node-{n}", resource_version="1") for n in range(5)])
+    feed = Feed(own)
+    feed.start()
+    context = Context(own, SyncStatus(source="test", synced=True), feed, pinned=False)
+    query = "subscription { hypervisorChanged { type hypervisor { name resourceVersion } } }"
+    executor = Executor.build(schema._schema, parse(query), None, context)
+    assert isinstance(executor, Executor)
+
+    async def events(count: int, first: int) -> None:
+        with feed.changes() as commits:
+            for version in range(first, first + count):
+                own.upsert(hypervisor(f"node-{version % 5}", resource_version=str(version)))
+                commit = await anext(commits)
+                change = commit.changes[0]
+                payload = HypervisorChange(  # type: ignore[call-arg]
+                    type=ChangeType.MODIFIED,
+                    hypervisor=change.hypervisor,
+                    snapshot=commit.after,
+                    generation=commit.after.generation,
+                )
+                result = executor.build_per_event_executor(payload).execute_operation(False)
+                assert not result.errors
+                name = result.data["hypervisorChanged"]["hypervisor"]["name"]
+                assert name == change.hypervisor.name
+
+    def alive() -> int:
+        """The fields collected: what graphql-core makes of a selection, per event."""
+        gc.unfreeze()  # the store's settles freeze what is alive
+        gc.collect()
+        return sum(isinstance(o, (CollectedFields, FieldDetails)) for o in gc.get_objects())
+
+    await events(50, 2)
+    before = alive()
+    await events(200, 52)
+    assert alive() == before  # not 7 more per event
+    feed.stop()
 
 
 @pytest.mark.parametrize("overrun", [False, True])

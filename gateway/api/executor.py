@@ -42,7 +42,7 @@ from graphql import (
 from graphql.execution.collect_fields import FieldDetailsList
 from graphql.execution.incremental.incremental_executor import IncrementalExecutor
 from graphql.execution.values import get_argument_values
-from graphql.pyutils import Path
+from graphql.pyutils import Path, RefMap
 
 from gateway.api.budget import Budget
 from gateway.api.context import Context
@@ -94,9 +94,10 @@ class Executor(IncrementalExecutor):
 
     def build_per_event_executor(self, payload: Any) -> Executor:
         """graphql-core's copy for one event, with the variables' text made once for all
-        the events (a json.dumps per event and subscriber cost more than executing it);
-        none when an earlier subscriber's result for the event is kept: the copy, and
-        its context, were most of what a kept result cost the next subscriber.
+        the events (a json.dumps per event and subscriber cost more than executing it)
+        and the memos of collected fields its own; none when an earlier subscriber's
+        result for the event is kept: the copy, and its context, were most of what a
+        kept result cost the next subscriber.
 
         A payload that names its snapshot (a host's change, a consumer) is executed
         in it: its links lead to the fleet it is part of, not to the store's by then.
@@ -105,6 +106,11 @@ class Executor(IncrementalExecutor):
         if kept is not None:
             return cast("Executor", _Answered(kept))
         executor: Executor = super().build_per_event_executor(payload)  # type: ignore[assignment]
+        # Memos of this event's own: graphql-core's copy shares the subscription's, which
+        # are keyed by the identity of field lists each event makes anew, so every event
+        # added entries (~26 objects) that lived as long as the subscription did.
+        executor._relevant_sub_fields = {}
+        executor._stream_usages = RefMap()
         snapshot = getattr(payload, "snapshot", None)
         if isinstance(snapshot, Snapshot) and isinstance(self.context_value, Context):
             executor.context_value = self.context_value.pinned_to(snapshot)
