@@ -423,18 +423,33 @@ def test_a_large_fleet_is_taken_out_of_the_cyclic_collector() -> None:
     gc.unfreeze()
 
 
-def test_one_settle_in_ten_collects_the_frozen_objects_too(
+def test_the_store_settles_every_hundred_changes_and_collects_all_once_per_fleet(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A thorough settle walks the whole heap (a pause growing with the fleet): once per
-    ten, which still frees what requests in flight at the nine before left behind."""
-    settles: list[bool] = []
-    monkeypatch.setattr(store_module, "settle", lambda thorough: settles.append(thorough))
+    """A settle walks what was made since the last one: often, so each pause is short.
+    A thorough one walks the whole heap (a pause growing with the fleet): once per the
+    fleet's size in changes, at least 1,000, which still frees what requests in flight
+    at the settles before left behind."""
+    settles: list[tuple[int, bool]] = []
+
+    def settle(thorough: bool) -> None:
+        settles.append((store.snapshot.generation, thorough))
+
+    monkeypatch.setattr(store_module, "settle", settle)
     store = Store()
-    store.replace([host(f"node-{n}", "1") for n in range(100)])
-    for version in range(2, 22):
-        store.replace([host(f"node-{n}", str(version)) for n in range(100)])
-    assert settles == [False] * 9 + [True] + [False] * 9 + [True] + [False]
+    store.replace([host(f"node-{n}", "1") for n in range(2000)])  # a whole new set
+    for version in range(2, 4002):
+        store.upsert(host(f"node-{version % 2000}", str(version)))
+    assert [generation for generation, _ in settles] == list(range(1, 4002, 100))
+    assert [generation for generation, thorough in settles if thorough] == [1, 2001, 4001]
+
+    settles.clear()
+    store = Store()
+    store.replace([host(f"node-{n}", "1") for n in range(10)])
+    for version in range(2, 2102):
+        store.upsert(host(f"node-{version % 10}", str(version)))
+    # 10 changes, then upserts: every 100 changes from the first, 991 and 1991 the 1,000th
+    assert [generation for generation, thorough in settles if thorough] == [991, 1991]
 
 
 def test_name_order_is_handed_on_while_no_host_comes_or_goes(store: Store) -> None:
