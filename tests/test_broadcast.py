@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -125,6 +125,18 @@ async def started(broadcasts: Broadcasts, context: Context, query: str = HOSTS) 
     return found
 
 
+@contextlib.contextmanager
+def joined(
+    broadcasts: Broadcasts, broadcast: Broadcast, *connections: Connection
+) -> Iterator[list[Member]]:
+    """Each connection's subscriber in ``broadcast``, with ids 0, 1, ..."""
+    with contextlib.ExitStack() as stack:
+        yield [
+            stack.enter_context(broadcasts.member(broadcast, c.context, f'{{"id":"{n}","payload":'))
+            for n, c in enumerate(connections)
+        ]
+
+
 async def take(member: Member, count: int) -> list[str]:
     frames: list[str] = []
     async for frame in member.frames():
@@ -166,10 +178,7 @@ async def test_a_member_too_far_behind_is_cut_off_and_the_others_go_on(
     broadcasts = broadcasts_of(logged, queue_limit=3)
     reading, stalled = Connection(store, feed), Connection(store, feed)
     broadcast = await started(broadcasts, reading.context)
-    with (
-        broadcasts.member(broadcast, reading.context, '{"id":"r","payload":') as reader,
-        broadcasts.member(broadcast, stalled.context, '{"id":"s","payload":') as behind,
-    ):
+    with joined(broadcasts, broadcast, reading, stalled) as (reader, behind):
         got: list[str] = []
         for version in range(2, 8):
             store.upsert(hypervisor("node-0", resource_version=str(version)))
@@ -206,16 +215,13 @@ async def test_a_source_behind_the_store_cuts_off_every_member(
     live: tuple[Store, Feed, list[str]], caplog: pytest.LogCaptureFixture
 ) -> None:
     """More commits than the feed queues before the source reads one: nobody can be
-    told every change, so every subscriber is told to reconnect, and the source's
-    error (the feed's Lagging) is its last message."""
+    told every change, so every subscriber is told to reconnect (1013), and sent
+    nothing more."""
     store, feed, logged = live
     broadcasts = broadcasts_of(logged)
     one, two = Connection(store, feed), Connection(store, feed)
     broadcast = await started(broadcasts, one.context)
-    with (
-        broadcasts.member(broadcast, one.context, '{"id":"1","payload":') as first,
-        broadcasts.member(broadcast, two.context, '{"id":"2","payload":') as second,
-    ):
+    with joined(broadcasts, broadcast, one, two) as (first, second):
         for version in range(2, 2 + 10):  # the feed queues 8
             store.upsert(hypervisor("node-0", resource_version=str(version)))
         assert [frame async for frame in first.frames()] == []

@@ -184,8 +184,8 @@ class Broadcast:
         try:
             async with contextlib.aclosing(self._events):  # type: ignore[type-var]
                 async for payload in self._events:
-                    result = self._executor.build_per_event_executor(payload)
-                    result = result.execute_operation(False)
+                    event = self._executor.build_per_event_executor(payload)
+                    result = event.execute_operation(False)
                     if self._executor.is_awaitable(result):
                         result = await result
                     payload_text = _encoded(result, errors)

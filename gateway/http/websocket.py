@@ -147,7 +147,7 @@ class Streams:
             return
         if prepared.operation.operation is OperationType.SUBSCRIPTION:
             connection = _connection(context)
-            if prefix is not None and connection is not None and _broadcast(prepared.operation):
+            if prefix is not None and connection is not None and _broadcastable(prepared.operation):
                 failed = await self._broadcast(prepared, params, context, prefix, connection)
                 if failed is not None:
                     yield failed
@@ -208,7 +208,7 @@ class Streams:
         return None
 
 
-def _broadcast(operation: OperationDefinitionNode) -> bool:
+def _broadcastable(operation: OperationDefinitionNode) -> bool:
     """Whether the subscription's one root field is one all its subscribers may share."""
     selections = operation.selection_set.selections
     return (
