@@ -58,11 +58,10 @@ _RECOUNT_ABOVE = 256
 #: Often: a settle walks the records made since the last one, a pause that grows with
 #: the interval (25 ms for 2,000 changes of 40-booking hosts, 2-3 ms for 100).
 _SETTLE_AFTER = 100
-#: Changed records, as many times the fleet's size, after which a settle collects the
-#: whole heap, frozen objects too: a pause that grows with the fleet (360 ms at
-#: 20,000 hosts), and that frees what requests in flight at the settles before left
-#: behind. At least every _THOROUGH_AFTER changes, on a small fleet.
-_THOROUGH_EVERY_FLEET = 1
+#: Changed records after which a settle collects the whole heap, frozen objects too, at
+#: the least; or the fleet's size, when more: a pause that grows with the fleet (360 ms
+#: at 20,000 hosts), and that frees what requests in flight at the settles before left
+#: behind.
 _THOROUGH_AFTER = 1000
 
 
@@ -274,9 +273,7 @@ class Store:
         self._unsettled += len(changes)
         self._uncollected += len(changes)
         if self._unsettled >= _SETTLE_AFTER:
-            thorough = self._uncollected >= max(
-                _THOROUGH_AFTER, _THOROUGH_EVERY_FLEET * len(hypervisors)
-            )
+            thorough = self._uncollected >= max(_THOROUGH_AFTER, len(hypervisors))
             settle(thorough=thorough)
             self._unsettled = 0
             if thorough:
