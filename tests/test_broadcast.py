@@ -137,6 +137,11 @@ def joined(
         ]
 
 
+def warned(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the broadcasts logged."""
+    return [r.getMessage() for r in caplog.records if r.name == "gateway.http.broadcast"]
+
+
 async def take(member: Member, count: int) -> list[str]:
     frames: list[str] = []
     async for frame in member.frames():
@@ -187,7 +192,7 @@ async def test_a_member_too_far_behind_is_cut_off_and_the_others_go_on(
         assert (stalled.cut_off, reading.cut_off) == (1, 0)
         assert [frame async for frame in behind.frames()] == []  # ended, its backlog dropped
         assert behind not in broadcast.members or behind.ended
-    assert [r.getMessage() for r in caplog.records if r.name == "gateway.http.broadcast"] == [
+    assert warned(caplog) == [
         "a subscriber of every change has 3 messages (309 bytes) unsent (its client reads "
         "too slowly): closing its connection (1013)"
     ]
@@ -227,7 +232,7 @@ async def test_a_source_behind_the_store_cuts_off_every_member(
         assert [frame async for frame in first.frames()] == []
         assert [frame async for frame in second.frames()] == []
     assert (one.cut_off, two.cut_off) == (1, 1)
-    assert [r.getMessage() for r in caplog.records if r.name == "gateway.http.broadcast"] == [
+    assert warned(caplog) == [
         "a broadcast fell 8 changes behind the store: closing the connections of its 2 "
         "subscribers (1013)"
     ]
