@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ import pytest
 from gateway.api.budget import Budget
 from gateway.http import execution
 from gateway.http.app import create_app
+from gateway.store.snapshot import Snapshot
 from gateway.store.source import Source, SyncStatus
 from gateway.store.store import Store
 
@@ -232,3 +234,35 @@ async def cancelled(tasks: list[asyncio.Task[None]]) -> None:
     for task in tasks:
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+@contextlib.contextmanager
+def cycles() -> Iterator[list[object]]:
+    """What only the cyclic collector frees of the block's work: the collector is off
+    in the block, and what it then finds unreachable is in the list after it."""
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    found: list[object] = []
+    try:
+        yield found
+    finally:
+        gc.collect()
+        found.extend(gc.garbage)
+        gc.garbage.clear()
+        gc.set_debug(0)
+        if enabled:
+            gc.enable()
+
+
+def holding_snapshots(objects: list[object]) -> list[str]:
+    """The types of the ``objects`` that are a snapshot or refer to one."""
+
+    def holds(thing: object) -> bool:
+        try:
+            return any(isinstance(o, Snapshot) for o in (thing, *gc.get_referents(thing)))
+        except ReferenceError:  # a weak proxy whose object is gone
+            return False
+
+    return [type(thing).__qualname__ for thing in objects if holds(thing)]

@@ -18,9 +18,12 @@ import pytest
 import websockets
 from websockets.typing import Subprotocol
 
+from gateway.api.limits import Limits
 from gateway.domain.flavors import load_catalog
+from gateway.sources.demo.source import generate
 from tests import fleet
-from tests.support import run_server
+from tests.support import cycles, holding_snapshots, run_server
+from tests.test_limits import HEAVY
 
 TRANSPORT_WS = "graphql-transport-ws"
 LEGACY_WS = "graphql-ws"
@@ -166,3 +169,33 @@ async def test_every_transport_answers_like_http_post(
             name: await ask(address, document, variables) for name, ask in TRANSPORTS.items()
         }
     assert answers == dict.fromkeys(TRANSPORTS, expected)
+
+
+#: Operations that fail each their own way: in a resolver, in coercing a variable,
+#: and at the time limit (in a worker thread).
+FAILING = [
+    ('{ slots(flavor: "nope") { slots } }', {}),
+    (
+        "query($a: Quantity!) { hypervisors(filter:"
+        ' {canFit: [{resource: "memory", amount: $a}]}) { totalCount } }',
+        {"a": "3 parsecs"},
+    ),
+    (HEAVY, {}),
+]
+
+
+@pytest.mark.parametrize("ask", [over_post, *TRANSPORTS.values()], ids=["POST", *TRANSPORTS])
+async def test_a_failed_operation_leaves_no_cycle_holding_its_snapshot(ask: Ask) -> None:
+    """An error's traceback holds the frames that ran the operation, and they hold its
+    context and snapshot. Left in a cycle, the store's settle may freeze it, and the
+    snapshot lives till the whole heap is collected: answered, nothing of it may be
+    left for the cyclic collector."""
+    limits = Limits(max_seconds=0.02)
+    hosts = generate(500, bookings_per_host=40)
+    async with run_server(hosts, catalog=load_catalog(None), limits=limits) as (address, _):
+        for document, variables in FAILING:  # parsed and kept before
+            await ask(address, document, variables)
+        with cycles() as found:
+            for document, variables in FAILING:
+                assert "errors" in await ask(address, document, variables)
+    assert holding_snapshots(found) == []

@@ -18,9 +18,18 @@ from gateway.api.limits import Limits
 from gateway.http.websocket import send_while_connected
 from gateway.sources.demo.source import generate
 from tests import fleet
-from tests.support import eventually, run_server, watch_workers
+from tests.support import (
+    cycles,
+    eventually,
+    holding_snapshots,
+    listening,
+    run_server,
+    watch_workers,
+)
+from tests.test_broadcast import HOSTS, gauges
 from tests.test_cost import DEPTH_12
 from tests.test_limits import HEAVY
+from tests.test_subscriptions import connect, modified
 
 TRANSPORT_WS = "graphql-transport-ws"
 LEGACY_WS = "graphql-ws"
@@ -216,3 +225,40 @@ async def test_a_send_to_a_client_that_left_is_no_error() -> None:
     connected = _Open()
     await send_while_connected(connected, {"type": "next"})
     assert connected.sent == [{"type": "next"}]
+
+
+TOTALS = "subscription { fleetCapacityChanged(groupBy: ZONE) { key hypervisorCount } }"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("document", [HOSTS, TOTALS], ids=["broadcast", "own-stream"])
+async def test_an_ended_subscription_leaves_no_cycle_holding_a_snapshot(
+    protocol: str, document: str
+) -> None:
+    """A subscription ends by its task's cancellation, and the task keeps the error,
+    whose traceback holds every frame the subscription ran in: the last change's
+    snapshot among their locals. Frozen with the long-lived subscription, that cycle
+    held the snapshot till the whole heap was collected."""
+    async with run_server(fleet.objects()) as (address, store):
+        with cycles() as found:
+            async for client in connect(address, protocol):
+                await client.subscribe("1", document)
+                if document == HOSTS:  # the others' first message is the totals as they are
+                    await listening(address)
+                    store.upsert(modified("node-a", "10"))
+                await client.next()
+                if protocol == TRANSPORT_WS:
+                    await client.send({"id": "1", "type": "complete"})
+                    # Its handler ends the operation's task before it reads the ping.
+                    await client.send({"type": "ping"})
+                    assert json.loads(await client.ws.recv())["type"] == "pong"
+                else:
+                    await client.send({"id": "1", "type": "stop"})
+                    assert (await client.receive())["type"] == "complete"
+
+                async def stopped() -> bool:  # a broadcast's run too, a few turns later
+                    zero = {"subscription_streams": 0.0, "subscription_broadcasts": 0.0}
+                    return await gauges(address) == zero
+
+                await eventually(stopped)
+    assert holding_snapshots(found) == []

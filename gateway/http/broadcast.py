@@ -47,6 +47,7 @@ from graphql.execution import create_source_event_stream
 
 from gateway.api.context import Context
 from gateway.api.executor import Executor
+from gateway.http.execution import forget_tracebacks
 
 __all__ = ["MAX_PENDING_BYTES", "Broadcast", "Broadcasts", "Member"]
 
@@ -287,6 +288,9 @@ class Broadcasts:
     async def _run(self, broadcast: Broadcast) -> None:
         try:
             await broadcast.run(self.errors)
+        except asyncio.CancelledError as ended:
+            forget_tracebacks([ended])  # its frames hold the last change: see there
+            raise
         finally:
             self._forget(broadcast)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -45,7 +45,7 @@ from gateway.api.limits import LimitError, Limits
 from gateway.http.request import HttpError, RequestError
 from gateway.http.tracing import Tracing
 
-__all__ = ["Execution", "execute_document", "mask"]
+__all__ = ["Execution", "execute_document", "forget_tracebacks", "mask"]
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +112,7 @@ class Execution:
         budget = context.budget = self._budget()
 
         def work() -> T:
+            errors: list[GraphQLError] | None = None
             try:
                 result = execute_document(self.schema, document, context, variables, operation_name)
                 errors = result.errors
@@ -120,8 +121,11 @@ class Execution:
                     raise RequestError([coded(e, Code.BAD_USER_INPUT) for e in errors])
                 return finish(result)
             except Overrun as overrun:
+                forget_tracebacks([overrun])
                 error = LimitError(overrun.message, extensions={"code": overrun.code})
                 raise RequestError([error], status=400) from None
+            finally:
+                forget_tracebacks(errors or ())  # finished: masked and logged
 
         if cost.total - cost.kept <= self.limits.inline_cost:  # no thread, no slot: done at once
             budget.inline = True
@@ -142,7 +146,13 @@ class Execution:
                 anyio.to_thread.run_sync(work, abandon_on_cancel=True),
                 self.limits.max_seconds + GRACE_SECONDS,
             )
-        except TimeoutError:
+        except RequestError as refused:
+            # Its traceback runs through the thread's frames and the future that
+            # carried it here, which the frames hold: a cycle (see forget_tracebacks).
+            forget_tracebacks([refused])
+            raise
+        except TimeoutError as timeout:
+            forget_tracebacks([timeout])
             error = LimitError(budget.time_message(), extensions={"code": TIMEOUT})
             raise RequestError([error], status=400) from None
         finally:
@@ -172,6 +182,27 @@ def execute_document(
     )
     assert isinstance(result, ExecutionResult), "resolvers are synchronous"
     return result
+
+
+def forget_tracebacks(errors: Iterable[BaseException]) -> None:
+    """Drop the tracebacks of ``errors`` and of every error behind them.
+
+    A traceback holds the frames it passed through, and they hold the operation's
+    executor, context and snapshot; the frame that caught the error holds the error.
+    That cycle is freed only by the cyclic collector, and one caught while the store
+    settles is frozen with it (gateway.store.collector): the snapshot it holds
+    stays until the next thorough settle. Without its traceback, an answered
+    operation is freed by reference counting, at once.
+    """
+    pending, seen = list(errors), set()
+    while pending:
+        error = pending.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        error.__traceback__ = None
+        behind = (error.__cause__, error.__context__, getattr(error, "original_error", None))
+        pending.extend(e for e in behind if isinstance(e, BaseException))
 
 
 def mask(error: GraphQLError, request_id: str) -> GraphQLError:

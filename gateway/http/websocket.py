@@ -35,6 +35,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import timedelta
 from typing import Any, cast
 
+import graphql
 import msgspec
 from graphql import FieldNode, GraphQLError, OperationDefinitionNode, OperationType
 from starlette.types import Receive, Scope, Send
@@ -58,7 +59,7 @@ from gateway.api.subscriptions import BROADCAST
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.http.broadcast import Broadcast, Broadcasts, send_frames
-from gateway.http.execution import Execution, mask
+from gateway.http.execution import Execution, forget_tracebacks, mask
 from gateway.http.operations import Operations, PreparedOperation
 from gateway.http.refusal import refuse, refuse_websocket
 from gateway.http.request import (
@@ -146,21 +147,30 @@ class Streams:
             yield PreExecutionError(data=None, errors=error.errors)
             return
         if prepared.operation.operation is OperationType.SUBSCRIPTION:
-            connection = _connection(context)
-            if prefix is not None and connection is not None and _broadcastable(prepared.operation):
-                failed = await self._broadcast(prepared, params, context, prefix, connection)
-                if failed is not None:
-                    yield failed
-                return
-            source = await self.schema.subscribe(
-                params.query, params.variables, context, None, params.operation_name
-            )
-            if isinstance(source, ExecutionResult):
-                yield source
-                return
-            async with aclosing(source):
-                async for event in source:
-                    yield event
+            try:
+                connection = _connection(context)
+                broadcastable = _broadcastable(prepared.operation)
+                if prefix is not None and connection is not None and broadcastable:
+                    failed = await self._broadcast(prepared, params, context, prefix, connection)
+                    if failed is not None:
+                        yield failed
+                    return
+                source = await self.schema.subscribe(
+                    params.query, params.variables, context, None, params.operation_name
+                )
+                if isinstance(source, ExecutionResult):
+                    yield source
+                    return
+                async with aclosing(source):
+                    async for event in source:
+                        yield event
+            except asyncio.CancelledError as ended:
+                # A subscription ends by its task's cancellation. The task keeps the
+                # error, whose traceback holds the frames it ran through (the last
+                # event's snapshot among them) and the task: a cycle, and frozen like
+                # the subscription was (see forget_tracebacks).
+                forget_tracebacks([ended])
+                raise
             return
         request_id = os.urandom(8).hex()
         operation_context = context.for_operation()
@@ -170,7 +180,7 @@ class Streams:
                 operation_context,
                 params.variables,
                 params.operation_name,
-                lambda result: result,
+                lambda result: _masked(result, request_id),
                 cost,
             )
         except RequestError as error:
@@ -180,10 +190,10 @@ class Streams:
             code = {"code": error.code}
             yield PreExecutionError(data=None, errors=[GraphQLError(str(error), extensions=code)])
             return
-        errors = [mask(e, request_id) for e in result.errors or ()]
         warnings = operation_context.warnings
-        extensions = {"warnings": warnings} if warnings else None
-        yield ExecutionResult(data=result.data, errors=errors or None, extensions=extensions)
+        if warnings:
+            result.extensions = {"warnings": warnings}
+        yield result
 
     async def _broadcast(
         self,
@@ -206,6 +216,12 @@ class Streams:
         with self.broadcasts.member(started, context, prefix) as member:
             await send_frames(member, functools.partial(send_text_while_connected, connection))
         return None
+
+
+def _masked(result: graphql.ExecutionResult, request_id: str) -> ExecutionResult:
+    """The result with its errors masked (gateway.http.execution.mask), where it was made."""
+    errors = [mask(e, request_id) for e in result.errors or ()]
+    return ExecutionResult(data=result.data, errors=errors or None)
 
 
 def _broadcastable(operation: OperationDefinitionNode) -> bool:
