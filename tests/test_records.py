@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from decimal import Decimal
 from typing import Any
 
@@ -115,9 +116,11 @@ def test_records_are_hashable() -> None:
 
 
 def test_records_stay_out_of_the_cyclic_collector() -> None:
+    """All but the host's own, one per host: kept answers refer to it weakly."""
     h = host(consumer(uuid_of(1), {"cpu": 1}))
-    records = [h, *h.bookings, *h.resources.values(), h.instances, *h.instances, *h.conditions]
+    records = [*h.bookings, *h.resources.values(), h.instances, *h.instances, *h.conditions]
     assert not any(gc.is_tracked(r) for r in records)
+    assert weakref.ref(h)() is h
 
 
 def test_equal_records_with_equal_maps() -> None:

@@ -3,6 +3,7 @@ reads nothing but the record."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from graphql import ExecutionResult, execute, parse
@@ -108,11 +109,16 @@ def test_other_variables_make_other_objects() -> None:
     assert all(a is b for a, b in zip(cpu, again, strict=True))
 
 
+class Thing:
+    """A record as the memo sees it: anything it can refer to weakly."""
+
+
 def test_kept_objects_are_bounded_oldest_first() -> None:
     kept = Kept(max_kept=2)
     operation = PAGE.definitions[0]
+    records = [Thing() for _ in range(3)]
     for i in range(3):
-        kept.put((i,), Completed(object(), operation, {}, {}, 0))  # type: ignore[arg-type]
+        kept.put((i,), records[i], Completed(operation, {}, {}, 0))  # type: ignore[arg-type]
     assert len(kept) == 2
     assert kept.get((0,)) is None and kept.get((2,)) is not None
 
@@ -123,14 +129,15 @@ def test_kept_objects_are_bounded_in_bytes() -> None:
     operation = PAGE.definitions[0]
     held = operation_bytes(operation)  # once, for every object made by the operation
     kept = Kept(max_kept=1000, max_bytes=200_000 + held)
+    record = Thing()
     for i in range(40):
-        kept.put((i,), Completed(object(), operation, {}, {}, 75_000))  # type: ignore[arg-type]
+        kept.put((i,), record, Completed(operation, {}, {}, 75_000))  # type: ignore[arg-type]
     assert (len(kept), kept.bytes, kept.evictions) == (2, 150_000 + held, 38)
     assert kept.get((39,)) is not None and kept.get((37,)) is None
     assert kept.hits == 1
-    kept.put((99,), Completed(object(), operation, {}, {}, 300_000))  # type: ignore[arg-type]
+    kept.put((99,), record, Completed(operation, {}, {}, 300_000))  # type: ignore[arg-type]
     assert kept.get((99,)) is None and kept.bytes == 150_000 + held  # larger than all
-    kept.put((39,), Completed(object(), operation, {}, {}, 10))  # type: ignore[arg-type]
+    kept.put((39,), record, Completed(operation, {}, {}, 10))  # type: ignore[arg-type]
     assert (len(kept), kept.bytes) == (2, 75_010 + held)
 
 
@@ -145,15 +152,35 @@ def test_the_operations_kept_objects_hold_count_once_each() -> None:
         return parse(text).definitions[0]
 
     kept = Kept(max_bytes=2_000_000)
+    record = Thing()
     for i in range(20):
-        kept.put((i,), Completed(object(), operation(i, 1_000), {}, {}, 10))
+        kept.put((i,), record, Completed(operation(i, 1_000), {}, {}, 10))
         assert kept.bytes <= 2_000_000
     assert kept.evictions > 0
-    kept.put((99,), Completed(object(), operation(99, 100_000), {}, {}, 10))
+    kept.put((99,), record, Completed(operation(99, 100_000), {}, {}, 10))
     assert kept.get((99,)) is None  # its operation alone is larger than the bound
     while len(kept) > 0:
         kept._release(kept._kept.pop(next(iter(kept._kept))))
     assert kept.bytes == 0 and not kept._operations
+
+
+def test_a_kept_object_goes_with_its_record() -> None:
+    """A record the store replaced is never reached again: its objects are forgotten,
+    and their bytes with them, instead of holding it till the bounds push them out."""
+    store, objects = fleet()
+    run(store, PAGE)
+    kept = Answers.of(store.memos).completed
+    before = (len(kept), kept.bytes)
+    name = objects[2]["metadata"]["name"]
+    replaced = weakref.ref(store.snapshot.by_name[name])
+    # More changes than the store's journal of recent ones holds records of.
+    for version in range(2_000):
+        metadata = {**objects[2]["metadata"], "resourceVersion": str(version)}
+        store.upsert(dict(objects[2], metadata=metadata))
+    assert replaced() is None
+    run(store, PAGE)  # keeps the new record's object, and forgets the old one's
+    assert (len(kept), kept.bytes) == before
+    assert kept.evictions == 0
 
 
 def test_fragments_of_the_record_are_reused_and_others_are_not() -> None:

@@ -251,9 +251,8 @@ class Executor(IncrementalExecutor):
         )
         if type(value) is dict and len(self.collected_errors.errors) == errors:
             cost = budget.spent - spent if budget is not None else 0
-            self.kept.put(
-                key, Completed(result, self.operation, self.variable_values.coerced, value, cost)
-            )
+            completed = Completed(self.operation, self.variable_values.coerced, value, cost)
+            self.kept.put(key, result, completed)
         return value
 
     def _selection(self, field_details_list: FieldDetailsList) -> tuple[int, ...]:

@@ -12,8 +12,10 @@ same record with the same selection.
 
 Only types marked reusable (:func:`mark_reusable`: types whose objects are
 store records, not built per request) are kept; a completion that added an
-error is not. Shared by the worker threads: lookups are plain dictionary
-reads, which the GIL keeps whole; stores and evictions take a lock.
+error is not. A kept object holds its record weakly, and goes with it: a
+record the store replaced is never reached again, and held, it would stay in
+memory that no budget counts. Shared by the worker threads: lookups are plain
+dictionary reads, which the GIL keeps whole; stores and evictions take a lock.
 """
 
 from __future__ import annotations
@@ -67,19 +69,19 @@ def mark_reusable(schema: GraphQLSchema, *type_names: str) -> None:
 
 
 class Completed:
-    """A completed object, with what it was made of and what it added to the answer."""
+    """A completed object, with what it was made of and what it added to the answer;
+    the record it was made of once kept (:meth:`Kept.put`)."""
 
     __slots__ = ("operation", "record", "spent", "value", "variables")
 
     def __init__(
         self,
-        record: Any,
         operation: OperationDefinitionNode,
         variables: Mapping[str, Any],
         value: dict[str, Any],
         spent: int,
     ) -> None:
-        self.record = record
+        self.record: _Record | None = None
         self.operation = operation
         self.variables = variables
         self.value = value
@@ -91,10 +93,18 @@ class Completed:
         """Whether this was made of the same record, by the same selection and variables
         (identity first: keys hold ids, which are reused once their objects are gone)."""
         return (
-            self.record is record
+            self.record is not None
+            and self.record() is record
             and self.operation is operation
             and (self.variables is variables or self.variables == variables)
         )
+
+
+class _Record(weakref.ref[Any]):
+    """A kept object's record, and the key the object is kept under."""
+
+    __slots__ = ("key",)
+    key: tuple[int, ...]
 
 
 class Kept:
@@ -115,6 +125,9 @@ class Kept:
         self.hits = 0
         self.evictions = 0
         self._kept: dict[tuple[int, ...], Completed] = {}
+        #: The records gone since the last store, appended by the interpreter in
+        #: whichever thread let go of one (a list's append needs no lock).
+        self._gone: list[_Record] = []
         #: The operations the kept objects hold, by id: (operation, objects holding it).
         self._operations: dict[int, tuple[OperationDefinitionNode, int]] = {}
         self._lock = threading.Lock()
@@ -137,10 +150,15 @@ class Kept:
             self.hits += 1
         return found
 
-    def put(self, key: tuple[int, ...], completed: Completed) -> None:
+    def put(self, key: tuple[int, ...], record: Any, completed: Completed) -> None:
+        """Keep ``completed``, made of ``record``, under ``key``; for as long as the
+        record lives and the budgets allow."""
         if max(completed.spent, 1) + operation_bytes(completed.operation) > self.max_bytes:
             return
+        completed.record = _Record(record, self._gone.append)
+        completed.record.key = key
         with self._lock:
+            self._drop_gone()
             replaced = self._kept.pop(key, None)
             if replaced is not None:
                 self._release(replaced)
@@ -149,6 +167,15 @@ class Kept:
             while len(self._kept) > self.max_kept or self.bytes > self.max_bytes:
                 self._release(self._kept.pop(next(iter(self._kept))))
                 self.evictions += 1
+
+    def _drop_gone(self) -> None:
+        """Forget the objects whose records are gone (a key may hold a newer one)."""
+        while self._gone:
+            gone = self._gone.pop()
+            completed = self._kept.get(gone.key)
+            if completed is not None and completed.record is gone:
+                del self._kept[gone.key]
+                self._release(completed)
 
     def _hold(self, completed: Completed) -> None:
         self.bytes += max(completed.spent, 1)

@@ -81,7 +81,7 @@ class FleetResource:
     utilization: Decimal | None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, weakref_slot=True)
 class FleetGroup:
     key: str | None
     #: Hosts in the group, and how many of them have their bookings tracked.

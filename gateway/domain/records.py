@@ -315,8 +315,13 @@ class Drift(Record, frozen=True):
     running_not_booked: tuple[Instance, ...]
 
 
-class Hypervisor(Record, frozen=True, eq=False):
-    """One parsed Hypervisor object at one resourceVersion."""
+class Hypervisor(Record, frozen=True, eq=False, gc=True, weakref=True):
+    """One parsed Hypervisor object at one resourceVersion.
+
+    Referred to weakly by the answers made of it (gateway.api.reuse): kept with
+    them, a record replaced long ago would stay in memory no budget counts.
+    msgspec allows weak references only to records the collector tracks.
+    """
 
     name: str
     uid: str | None
