@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from graphql import parse
+from graphql import GraphQLError, parse
 
 from gateway.api.context import Context
 from gateway.api.schema import schema
@@ -152,9 +152,13 @@ async def take(member: Member, count: int) -> list[str]:
 
 
 def broadcasts_of(logged: list[str], queue_limit: int = 8) -> Broadcasts:
-    return Broadcasts(
-        schema._schema, lambda errors: logged.extend(str(e) for e in errors), queue_limit
-    )
+    """Broadcasts whose events' errors are kept in ``logged`` as they are masked."""
+
+    def mask(errors: list[GraphQLError]) -> list[GraphQLError]:
+        logged.extend(str(e) for e in errors)
+        return errors
+
+    return Broadcasts(schema._schema, mask, queue_limit)
 
 
 async def test_a_subscriber_joining_behind_the_source_gets_only_later_changes(

@@ -20,6 +20,7 @@ from graphql import (
 from gateway.api.cost import Cost
 from gateway.api.limits import Limits
 from gateway.http.execution import Execution, mask
+from gateway.store.feed import Lagging
 
 
 def test_our_own_bugs_are_masked_with_a_request_id(caplog: pytest.LogCaptureFixture) -> None:
@@ -35,6 +36,17 @@ def test_our_own_bugs_are_masked_with_a_request_id(caplog: pytest.LogCaptureFixt
     assert caplog.records[0].exc_info is not None
     deliberate = GraphQLError("first must not be negative", original_error=GraphQLError("x"))
     assert mask(deliberate, "req-124").message == "first must not be negative"
+
+
+def test_a_subscriber_behind_the_store_reads_its_code_and_nothing_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lagging = Lagging("subscriber fell more than 1000 updates behind")
+    with caplog.at_level("WARNING"):
+        masked = mask(GraphQLError(str(lagging), original_error=lagging), "req-125")
+    assert masked.message == str(lagging)
+    assert masked.extensions == {"code": "SUBSCRIBER_TOO_SLOW"}
+    assert caplog.records == []
 
 
 async def test_cheap_operations_run_on_the_loop_and_costly_ones_in_a_thread() -> None:

@@ -435,6 +435,41 @@ async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, 
         assert await client.next() == {"consumerChanged": {"uuid": fleet.C1}}
 
 
+@pytest.mark.parametrize("protocol", [TRANSPORT_WS, LEGACY_WS])
+async def test_a_slow_subscriber_of_its_own_stream_is_one_warning_and_a_code(
+    server: tuple[str, Store], protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not an error with a traceback in the log: the gateway did nothing wrong. The
+    subscriber reads, if it reads anything more, an error it can branch on."""
+    address, store = server
+    async for client in connect(address, protocol):
+        await client.subscribe(
+            "c", "subscription($u: UUID!) { consumerChanged(uuid: $u) { uuid } }", u=fleet.C2
+        )
+        assert await client.next() == {"consumerChanged": {"uuid": fleet.C2}}
+        received = []
+        with caplog.at_level("WARNING"), pytest.raises(websockets.ConnectionClosed) as closed:
+            for n in range(3000):  # far more than its queue (1000) in one go
+                store.upsert(modified("node-a", str(n % 200 + 1)))
+            while True:
+                received.append(await client.receive())
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
+    codes = [
+        e["extensions"]["code"] for m in received if m["type"] == "error" for e in m["payload"]
+    ]
+    codes += [
+        e["extensions"]["code"]
+        for m in received
+        if m["type"] in ("next", "data")
+        for e in m["payload"].get("errors", ())
+    ]
+    assert set(codes) <= {"SUBSCRIBER_TOO_SLOW"}, received[-3:]
+    assert [r.getMessage() for r in caplog.records] == [
+        "a subscriber fell more than its queue of changes behind the store: "
+        "closing its connection (1013)"
+    ]
+
+
 async def test_subscriptions_per_connection_are_limited(server: tuple[str, Store]) -> None:
     address, _ = server
     async for client in connect(address, TRANSPORT_WS):

@@ -13,7 +13,7 @@ import strawberry
 from graphql import DocumentNode, GraphQLError, parse, validate
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
-from strawberry.types import Info
+from strawberry.types import ExecutionContext, Info
 
 from gateway.api.arguments import SCALARS, UUID
 from gateway.api.catalog import Asked, DrainArg, Flavor, SlotGroup, flavor_slots
@@ -478,6 +478,15 @@ def _documents(context: Any) -> Documents[str, _Checked] | None:
     return found if isinstance(found, Documents) else None
 
 
+class _Schema(strawberry.Schema):
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        """Nothing: each transport masks the errors it sends, and logs those that are the
+        gateway's own bugs, once, under a request id (gateway.http.execution.mask).
+        Strawberry's own logs every error with its traceback, a client's mistake too."""
+
+
 def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
     """The schema. One instance serves both transports, whose limits are the
     gateway's own (gateway.http.operations, gateway.http.execution), not Strawberry extensions.
@@ -490,7 +499,7 @@ def build_schema(*, shortcuts: bool = True) -> strawberry.Schema:
     cached, subscribers of one text share one document, and so the objects completed
     for it.
     """
-    built = strawberry.Schema(
+    built = _Schema(
         query=Query,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),

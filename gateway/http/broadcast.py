@@ -59,6 +59,8 @@ MAX_PENDING_BYTES = 32 * 2**20
 
 #: Sends one frame's text on a subscriber's connection.
 Send = Callable[[str], Awaitable[None]]
+#: An event's errors as its subscribers read them (gateway.http.execution.mask).
+Mask = Callable[[list[GraphQLError]], list[GraphQLError]]
 
 
 class Member:
@@ -179,7 +181,7 @@ class Broadcast:
         for member in list(self.members):
             member.cut_off()
 
-    async def run(self, errors: Callable[[list[GraphQLError]], None]) -> None:
+    async def run(self, mask: Mask) -> None:
         """Every event, executed and encoded once, to every member that takes it; the
         source's failure, as graphql-core words it, to every member, ending them."""
         try:
@@ -189,13 +191,15 @@ class Broadcast:
                     result = event.execute_operation(False)
                     if self._executor.is_awaitable(result):
                         result = await result
-                    payload_text = _encoded(result, errors)
+                    payload_text = _encoded(result, mask)
                     for member in self.members:
                         if payload.generation > member.since:
                             member.put(payload_text)
         except Exception as error:  # the source's own failure (Lagging among them)
-            failed = error if isinstance(error, GraphQLError) else GraphQLError(str(error))
-            self._failure = _encoded(ExecutionResult(None, [failed]), errors)
+            failed = error
+            if not isinstance(failed, GraphQLError):
+                failed = GraphQLError(str(error), original_error=error)
+            self._failure = _encoded(ExecutionResult(None, [failed]), mask)
             for member in self.members:
                 member.put(self._failure)
         finally:
@@ -204,29 +208,29 @@ class Broadcast:
                 member.end()
 
 
-def _encoded(result: ExecutionResult, errors: Callable[[list[GraphQLError]], None]) -> str:
-    """An event's result as a message's payload, its errors told once for all."""
+def _encoded(result: ExecutionResult, mask: Mask) -> str:
+    """An event's result as a message's payload, its errors masked once for all."""
     if result.errors:
-        errors(result.errors)
+        result = ExecutionResult(result.data, mask(result.errors))
     return msgspec.json.encode(result.formatted).decode()
 
 
 class Broadcasts:
     """The broadcasts running, one per operation and variables, while they have members.
 
-    ``queue_limit``: the payloads a member may have unsent before it is cut off,
-    and the commits the source may be behind the store (the change feed's
-    ``queue_limit``).
+    ``mask`` words the events' errors for the members. ``queue_limit``: the payloads
+    a member may have unsent before it is cut off, and the commits the source may be
+    behind the store (the change feed's ``queue_limit``).
     """
 
     def __init__(
         self,
         schema: GraphQLSchema,
-        errors: Callable[[list[GraphQLError]], None],
+        mask: Mask,
         queue_limit: int = 1000,
     ) -> None:
         self.schema = schema
-        self.errors = errors
+        self.mask = mask
         self.queue_limit = queue_limit
         self._running: dict[Hashable, Broadcast] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -287,7 +291,7 @@ class Broadcasts:
 
     async def _run(self, broadcast: Broadcast) -> None:
         try:
-            await broadcast.run(self.errors)
+            await broadcast.run(self.mask)
         except asyncio.CancelledError as ended:
             forget_tracebacks([ended])  # its frames hold the last change: see there
             raise

@@ -44,6 +44,7 @@ from gateway.api.executor import Executor
 from gateway.api.limits import LimitError, Limits
 from gateway.http.request import HttpError, RequestError
 from gateway.http.tracing import Tracing
+from gateway.store.feed import Lagging
 
 __all__ = ["Execution", "execute_document", "forget_tracebacks", "mask"]
 
@@ -208,10 +209,13 @@ def forget_tracebacks(errors: Iterable[BaseException]) -> None:
 def mask(error: GraphQLError, request_id: str) -> GraphQLError:
     """Errors we raised on purpose read as they are, each with its code; anything else
     is our bug, logged. So is an error graphql-core raised in completing a value
-    (a null where the schema promises none): it has no code of ours."""
+    (a null where the schema promises none): it has no code of ours. A subscription
+    that fell behind the store ends with its own code (its connection told why)."""
     original = error.original_error
     if original is None or isinstance(original, GraphQLError):
         return coded(error, Code.INTERNAL_SERVER_ERROR)
+    if isinstance(original, Lagging):
+        return coded(error, Code.SUBSCRIBER_TOO_SLOW)
     log.error("request %s: unexpected error at %s", request_id, error.path, exc_info=original)
     return GraphQLError(
         f"internal error (request id {request_id})",

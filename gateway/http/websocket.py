@@ -30,6 +30,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import logging
 import os
 from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import timedelta
@@ -74,6 +75,8 @@ from gateway.store.feed import Feed
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
 
+log = logging.getLogger(__name__)
+
 __all__ = ["Streams", "SubscriptionServer", "send_while_connected"]
 
 #: The type of a message that could not be read: no JSON text can produce it.
@@ -109,7 +112,7 @@ class Streams:
         self.schema = schema
         self.operations = operations
         self.execution = execution
-        self.broadcasts = Broadcasts(schema._schema, schema.process_errors)
+        self.broadcasts = Broadcasts(schema._schema, _masking)
 
     async def stream(
         self,
@@ -161,9 +164,10 @@ class Streams:
                 if isinstance(source, ExecutionResult):
                     yield source
                     return
+                request_id = os.urandom(8).hex()
                 async with aclosing(source):
                     async for event in source:
-                        yield event
+                        yield _masked(event, request_id) if event.errors else event
             except asyncio.CancelledError as ended:
                 # A subscription ends by its task's cancellation. The task keeps the
                 # error, whose traceback holds the frames it ran through (the last
@@ -218,10 +222,16 @@ class Streams:
         return None
 
 
-def _masked(result: graphql.ExecutionResult, request_id: str) -> ExecutionResult:
+def _masked(result: graphql.ExecutionResult | ExecutionResult, request_id: str) -> ExecutionResult:
     """The result with its errors masked (gateway.http.execution.mask), where it was made."""
     errors = [mask(e, request_id) for e in result.errors or ()]
-    return ExecutionResult(data=result.data, errors=errors or None)
+    return ExecutionResult(data=result.data, errors=errors or None, extensions=result.extensions)
+
+
+def _masking(errors: list[GraphQLError]) -> list[GraphQLError]:
+    """A broadcast event's errors masked, under a request id of their own."""
+    request_id = os.urandom(8).hex()
+    return [mask(e, request_id) for e in errors]
 
 
 def _broadcastable(operation: OperationDefinitionNode) -> bool:
@@ -466,6 +476,10 @@ def _closer(connection: WebSocket) -> Callable[[], None]:
     """Close the connection of a subscriber that fell too far behind (1013: try again)."""
 
     def close() -> None:
+        log.warning(
+            "a subscriber fell more than its queue of changes behind the store: "
+            "closing its connection (1013)"
+        )
         reason = "too slow to keep up with changes; reconnect to resume"
         _background.add(task := asyncio.create_task(connection.close(1013, reason)))
         task.add_done_callback(_background.discard)
