@@ -85,8 +85,7 @@ async def _measure(size: int, runs: int) -> dict[str, float]:
     store.mark_ready()
     before = _resident()
     started = time.perf_counter()
-    while not exposition.primed():  # what /readyz waits for, a slice per call
-        pass
+    await exposition.rendered()  # the first rendering, slice by slice
     prime = time.perf_counter() - started
     held = _resident() - before
     cold = await _timed(exposition.current)

@@ -303,17 +303,17 @@ def test_sums_carried_change_by_change_are_the_sums_counted_afresh(
         assert rendered.render() == fresh.render(), step
 
 
-def test_primed_once_a_ready_store_is_rendered_a_slice_per_look() -> None:
-    store = Store()
-    store.replace(generate(30, seed=4))
-    rendered = one_unit_a_slice(store)
-    assert not rendered.primed()  # not ready: nothing done
-    store.mark_ready()
-    looks = 1
-    while not rendered.primed():
-        looks += 1
-    assert looks > 10  # one shard or group per look, not the fleet at once
-    assert rendered.primed()
+async def test_ready_without_waiting_for_the_series_and_a_scrape_meanwhile_waits() -> None:
+    """The first rendering is a third of the start at 20,000 hosts, for a text no query
+    reads: the gateway answers meanwhile, and a scrape then gets the whole fleet."""
+    objects = generate(2000, seed=4)
+    async with serve(objects, catalog=load_catalog(None)) as (client, _):
+        ready = (await client.get("/readyz")).json()
+        assert ready["ready"] is True and ready["capacitySeriesRendered"] is False
+        scraped = samples((await client.get("/metrics/capacity")).content)
+        hosts = {dict(labels)["name"] for _, labels in scraped if "name" in dict(labels)}
+        assert len(hosts) == len(objects)
+        assert (await client.get("/readyz")).json()["capacitySeriesRendered"] is True
 
 
 @pytest.fixture
@@ -338,7 +338,7 @@ async def test_the_renderer_formats_changes_before_the_scrape_asks(formatted: li
         store.replace(hand_made.objects())
         store.mark_ready()
         await eventually(lambda: len(formatted) == 4)
-        await eventually(rendered.primed)
+        await eventually(lambda: rendered.primed)
         changed = hand_made.objects()[0]
         changed["metadata"]["resourceVersion"] = "2"
         changed["status"]["allocation"]["cpu"] = "31"
@@ -362,7 +362,7 @@ async def test_with_no_scraper_the_series_are_dropped_and_a_scrape_renders_them_
     try:
         store.replace(hand_made.objects())
         store.mark_ready()
-        await eventually(rendered.primed)
+        await eventually(lambda: rendered.primed)
         assert len(formatted) == 4
         now[0] = 61.0  # a minute and more without a scrape
         changed = hand_made.objects()[0]
@@ -375,7 +375,7 @@ async def test_with_no_scraper_the_series_are_dropped_and_a_scrape_renders_them_
         assert len(formatted) == 4
         found = samples(b"".join(await rendered.current()))
         assert len(formatted) == 8  # the scrape rendered the fleet afresh
-        assert rendered.primed()  # and the gateway stayed ready meanwhile
+        assert rendered.primed  # and the series stay rendered meanwhile
         a = host_labels("node-a", "qa-de-1a", "bb01", resource="cpu")
         assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 31
         assert b"".join(await rendered.current()) == CapacityExposition(store, CATALOG).render()

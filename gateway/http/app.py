@@ -131,11 +131,13 @@ def create_app(
     async def readyz(request: Request) -> Response:
         status = source.status
         body = {
-            # Primed: a scrape of the capacity series never pays for the whole fleet.
-            "ready": store.ready and status.synced and (exposition is None or exposition.primed()),
+            # Not waiting for the capacity series' first rendering (capacity_metrics says why).
+            "ready": store.ready and status.synced,
             "hypervisors": len(store.snapshot),
             "generation": store.snapshot.generation,
             "error": status.error,
+            # Whether a scrape of /metrics/capacity would wait for their first rendering.
+            "capacitySeriesRendered": None if exposition is None else exposition.primed,
         }
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
