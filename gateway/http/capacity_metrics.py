@@ -193,7 +193,10 @@ class CapacityExposition:
                 return False
         if not self._primed and self.store.ready:
             self._primed = True
-            settle()  # out of the collector's reach, as the store's own records are
+            # Out of the collector's reach, as the store's own records are; only what
+            # was made since the last settle is walked (the gateway answers queries by
+            # now: a whole-heap collection was 72 ms at 5,000 hosts, this 8 ms).
+            settle(thorough=False)
         return True
 
     def _assembled(self) -> tuple[bytes, ...]:
