@@ -22,8 +22,9 @@ the gateway calls itself ready without waiting for it, since it answers queries
 meanwhile (a third of the start at 20,000 hosts, for a text no query reads). A
 scrape does whatever is left for the current snapshot, in the same slices, so
 its text is always that snapshot's: one that comes before the first rendering
-ends waits for it. The text of one rendering is compressed once, for the first scrape
-that asks, and tagged, so that a scraper holding it gets 304 (:func:`capacity_route`).
+ends waits for it. The text of one rendering is compressed once, for the first
+scrape that asks, and tagged, so that a scraper holding it gets 304
+(:func:`capacity_route`).
 
 Only while something scrapes, though. Kept current for nobody, the series cost
 a third of a core at 20,000 hosts and 333 changes a second (a group's slots
