@@ -223,15 +223,18 @@ class Streams:
 
 
 def _masked(result: graphql.ExecutionResult | ExecutionResult, request_id: str) -> ExecutionResult:
-    """The result with its errors masked (gateway.http.execution.mask), where it was made."""
-    errors = [mask(e, request_id) for e in result.errors or ()]
+    """The result with its errors masked, where it was made (see :func:`_masking`)."""
+    errors = _masking(result.errors or [], request_id)
     return ExecutionResult(data=result.data, errors=errors or None, extensions=result.extensions)
 
 
-def _masking(errors: list[GraphQLError]) -> list[GraphQLError]:
-    """A broadcast event's errors masked, under a request id of their own."""
-    request_id = os.urandom(8).hex()
-    return [mask(e, request_id) for e in errors]
+def _masking(errors: list[GraphQLError], request_id: str | None = None) -> list[GraphQLError]:
+    """``errors`` masked (gateway.http.execution.mask), under ``request_id`` or one of
+    their own (a broadcast event's); done with, their tracebacks are dropped."""
+    request_id = request_id or os.urandom(8).hex()
+    masked = [mask(e, request_id) for e in errors]
+    forget_tracebacks(errors)
+    return masked
 
 
 def _broadcastable(operation: OperationDefinitionNode) -> bool:
