@@ -436,6 +436,26 @@ async def test_slow_event_subscriber_is_cut_off_not_buffered(server: tuple[str, 
 
 
 @pytest.mark.parametrize("protocol", [TRANSPORT_WS, LEGACY_WS])
+async def test_a_variable_that_does_not_coerce_reads_as_over_http(
+    server: tuple[str, Store], protocol: str
+) -> None:
+    """Nothing ran: the client's input is wrong, not the gateway (BAD_USER_INPUT, as
+    HTTP answers a query with the same variable missing)."""
+    address, _ = server
+    for document in (
+        "subscription($u: UUID!) { consumerChanged(uuid: $u) { uuid } }",
+        "subscription($n: [String!]!) { hypervisorChanged(filter: {names: $n}) { type } }",
+    ):
+        async for client in connect(address, protocol):
+            await client.subscribe("1", document)
+            message = await client.receive()
+        assert message["type"] == "error", message
+        errors = message["payload"]
+        errors = errors if isinstance(errors, list) else [errors]  # graphql-ws: the first
+        assert [e["extensions"]["code"] for e in errors] == ["BAD_USER_INPUT"], message
+
+
+@pytest.mark.parametrize("protocol", [TRANSPORT_WS, LEGACY_WS])
 async def test_a_slow_subscriber_of_its_own_stream_is_one_warning_and_a_code(
     server: tuple[str, Store], protocol: str, caplog: pytest.LogCaptureFixture
 ) -> None:

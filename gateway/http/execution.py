@@ -209,11 +209,15 @@ def forget_tracebacks(errors: Iterable[BaseException]) -> None:
 def mask(error: GraphQLError, request_id: str) -> GraphQLError:
     """Errors we raised on purpose read as they are, each with its code; anything else
     is our bug, logged. So is an error graphql-core raised in completing a value
-    (a null where the schema promises none): it has no code of ours. A subscription
-    that fell behind the store ends with its own code (its connection told why)."""
+    (a null where the schema promises none): it has no code of ours. One of those
+    without a path stopped the operation before it ran: a variable that did not
+    coerce, as a subscription reports it. A subscription that fell behind the store
+    ends with its own code (its connection told why)."""
     original = error.original_error
     if original is None or isinstance(original, GraphQLError):
-        return coded(error, Code.INTERNAL_SERVER_ERROR)
+        return coded(
+            error, Code.BAD_USER_INPUT if error.path is None else Code.INTERNAL_SERVER_ERROR
+        )
     if isinstance(original, Lagging):
         return coded(error, Code.SUBSCRIBER_TOO_SLOW)
     log.error("request %s: unexpected error at %s", request_id, error.path, exc_info=original)

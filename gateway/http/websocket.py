@@ -216,16 +216,18 @@ class Streams:
             key, prepared.document, params.variables, params.operation_name, context
         )
         if not isinstance(started, Broadcast):
-            return PreExecutionError(data=None, errors=started.errors)
+            return PreExecutionError(data=None, errors=_masking(started.errors or []))
         with self.broadcasts.member(started, context, prefix) as member:
             await send_frames(member, functools.partial(send_text_while_connected, connection))
         return None
 
 
 def _masked(result: graphql.ExecutionResult | ExecutionResult, request_id: str) -> ExecutionResult:
-    """The result with its errors masked, where it was made (see :func:`_masking`)."""
+    """The result with its errors masked, where it was made (see :func:`_masking`); one
+    that stopped the operation before it ran still does (an ``error`` message)."""
     errors = _masking(result.errors or [], request_id)
-    return ExecutionResult(data=result.data, errors=errors or None, extensions=result.extensions)
+    kind = PreExecutionError if isinstance(result, PreExecutionError) else ExecutionResult
+    return kind(data=result.data, errors=errors or None, extensions=result.extensions)
 
 
 def _masking(errors: list[GraphQLError], request_id: str | None = None) -> list[GraphQLError]:
