@@ -303,6 +303,32 @@ def test_sums_carried_change_by_change_are_the_sums_counted_afresh(
         assert rendered.render() == fresh.render(), step
 
 
+def test_a_look_after_a_change_reads_only_the_hosts_it_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A node agent rewrites every host a minute: a look must cost the changes, not the
+    fleet (nor the part of the fleet map a change touched)."""
+    objects = generate(1000, seed=3)
+    rendered = exposition(objects)
+    rendered.render()
+    compared: list[str] = []
+    same_figures = capacity_metrics.same_figures
+
+    def counted(old: Any, new: Any) -> bool:
+        compared.append(new.name)
+        return same_figures(old, new)
+
+    monkeypatch.setattr(capacity_metrics, "same_figures", counted)
+    for k, obj in enumerate(objects[:3]):
+        changed = copy.deepcopy(obj)
+        changed["metadata"]["resourceVersion"] = f"changed-{k}"
+        rendered.store.upsert(changed)
+    rendered.store.delete(objects[3]["metadata"]["name"])
+    text = rendered.render()
+    assert sorted(compared) == sorted(o["metadata"]["name"] for o in objects[:3])
+    assert text == CapacityExposition(rendered.store, CATALOG).render()
+
+
 async def test_ready_without_waiting_for_the_series_and_a_scrape_meanwhile_waits() -> None:
     """The first rendering is a third of the start at 20,000 hosts, for a text no query
     reads: the gateway answers meanwhile, and a scrape then gets the whole fleet."""

@@ -8,10 +8,9 @@ every scrape, and a node agent rewrites every host's status each minute, so a
 record is new at nearly every scrape while its figures mostly are not. A host's
 lines are therefore formatted again only when its figures or labels changed, a
 group's totals and slots only when one of its members' did, and the list of
-the text's pieces only when a group's lines changed. Only the shards of the
-fleet map that changed since the last look are read
-(:meth:`~gateway.store.shards.ShardedMap.shards`), their records compared with
-what was kept.
+the text's pieces only when a group's lines changed. Only the hosts the
+store's changes named since the last look are read, their records compared
+with what was kept: a look costs what changed, not the fleet.
 
 That work is done ahead of scrapes: :meth:`CapacityExposition.run` does it
 whenever the store changes (a second later, so that a group whose hosts change
@@ -41,7 +40,7 @@ import bisect
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
@@ -64,12 +63,11 @@ from gateway.http.capacity_text import (
 from gateway.http.compression import KeptCompression, choose
 from gateway.http.conditional import NOT_MODIFIED, cache_headers, etag, matches
 from gateway.store.collector import settle
-from gateway.store.snapshot import Snapshot
+from gateway.store.snapshot import Change, Snapshot
 from gateway.store.store import Store
 
 __all__ = ["CONTENT_TYPE", "FAMILIES", "CapacityExposition", "capacity_route", "pieces"]
 
-_NOTHING: Mapping[str, Hypervisor] = {}
 #: Seconds without a scrape after which the series are no longer kept current: a few
 #: of Prometheus's scrape intervals (15 s to a minute).
 WARM_FOR = 300.0
@@ -101,12 +99,15 @@ class CapacityExposition:
         self._asked = clock()
         self._primed = False
         self._forget()
+        store.listen(self._changed)
 
     def _forget(self) -> None:
         """Nothing rendered: the next look renders the whole fleet."""
         self._hosts: dict[str, HostLines] = {}
-        # Per shard index, the shard whose records _hosts holds.
-        self._shards = [_NOTHING] * len(self.store.snapshot.by_name.shards())
+        # The hosts changed since the last look took them (None: every host), and the
+        # generation of the snapshot being rendered with the hosts left to read for it.
+        self._changes: set[str] | None = None
+        self._rendering: tuple[int, set[str]] = (-1, set())
         self._members: dict[tuple[str, str], dict[str, HostLines]] = {}
         self._groups: dict[tuple[str, str], GroupLines] = {}
         self._sums: dict[tuple[str, str], GroupSums] = {}
@@ -179,15 +180,31 @@ class CapacityExposition:
                 return snapshot
             await asyncio.sleep(0)  # between slices, the loop serves others
 
+    def _changed(self, snapshot: Snapshot, changes: list[Change]) -> None:
+        """Note the hosts a change named (the store tells it before anyone can read the
+        snapshot it made), unless every host is to be read anyway."""
+        if self._changes is not None:
+            self._changes.update(change.hypervisor.name for change in changes)
+            if len(self._changes) > len(snapshot):  # more than reading every host
+                self._changes = None
+
     def _advance(self, snapshot: Snapshot, deadline: float) -> bool:
-        """Render ``snapshot`` until ``deadline``: the hosts of the shards that changed,
-        then the groups they left or joined. Whether all of it is rendered."""
-        for index, shard in enumerate(snapshot.by_name.shards()):
-            if shard is not self._shards[index]:
-                self._refresh_shard(shard, self._shards[index])
-                self._shards[index] = shard
-                if self._clock() >= deadline:
-                    return False
+        """Render ``snapshot`` until ``deadline``: the hosts changed up to it, then the
+        groups they left or joined. Whether all of it is rendered."""
+        generation, names = self._rendering
+        if generation != snapshot.generation:
+            # The hosts changed since the last look, with those left of a snapshot
+            # whose rendering a newer one overtakes: each is read as this one has it.
+            changed = self._changes
+            self._changes = set()
+            names |= (self._hosts.keys() | snapshot.by_name.keys()) if changed is None else changed
+            self._rendering = (snapshot.generation, names)
+        records = snapshot.by_name
+        while names:
+            name = names.pop()
+            self._refresh(name, records.get(name))
+            if self._clock() >= deadline:
+                return False
         while self._moves:
             self._regroup(next(iter(self._moves)))
             if self._clock() >= deadline:
@@ -231,20 +248,18 @@ class CapacityExposition:
         self._sums[key] = sums
         self._groups[key] = group_lines(key, hosts, sums, self.catalog)
 
-    def _refresh_shard(
-        self, shard: Mapping[str, Hypervisor], seen: Mapping[str, Hypervisor]
-    ) -> None:
-        for name, record in shard.items():
-            host = self._hosts.get(name)
-            if host is None or not same_figures(host.record, record):
-                self._move(name, host, host_lines(record))
-            elif host.record is not record:
-                # The same lines and the same part of the sums, the record the store
-                # holds: the one it replaced would otherwise be kept alive here.
-                kept = HostLines(record, host.group, host.lines)
-                self._hosts[name] = self._members[host.group][name] = kept
-        for name in seen.keys() - shard.keys():
-            self._move(name, self._hosts[name], None)
+    def _refresh(self, name: str, record: Hypervisor | None) -> None:
+        host = self._hosts.get(name)
+        if record is None:
+            if host is not None:
+                self._move(name, host, None)
+        elif host is None or not same_figures(host.record, record):
+            self._move(name, host, host_lines(record))
+        elif host.record is not record:
+            # The same lines and the same part of the sums, the record the store
+            # holds: the one it replaced would otherwise be kept alive here.
+            kept = HostLines(record, host.group, host.lines)
+            self._hosts[name] = self._members[host.group][name] = kept
 
     def _move(self, name: str, old: HostLines | None, new: HostLines | None) -> None:
         if old is not None:

@@ -100,7 +100,7 @@ class ShardedMap(Mapping[str, _V]):
     def shards(self) -> tuple[Mapping[str, _V], ...]:
         """The shards, as many as the map was made with; a shard no change touched is the
         same object in both maps, so a reader that keeps what it derived per shard
-        redoes only the shards that changed (the capacity series do)."""
+        redoes only the shards that changed (the consumers' index does)."""
         return self._shards
 
     def __len__(self) -> int:
