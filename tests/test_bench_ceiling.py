@@ -40,16 +40,21 @@ def test_a_phase_kept_up_if_its_changes_left_on_time_and_its_lag_did_not_grow() 
 @pytest.mark.cluster
 def test_a_tiny_ceiling_run_records_replays_and_steps_the_rate(tmp_path: Path) -> None:
     load = Load(dashboards=1, fits=1, watched=3, totals=2, hosts=2, writers=1, probes=4, tail=2)
-    options = Options(record_rate=8, record_seconds=2, max_rate=32)
+    options = Options(record_rate=8, record_seconds=2, max_rate=32, quiet=2)
     run = ceiling(12, [8], 3, tmp_path, log=lambda message: None, readers=load, options=options)
 
     assert run["recorded"]["writes"] > 0 and run["recorded"]["apiserver_cpu_per_write"] > 0
+    # The readers alone first: no change sent, none to keep up with.
+    quiet, *rated = run["phases"]
+    assert quiet["rate"] == 0 and quiet["kept_up"] is None and quiet["achieved"] == 0
+    assert quiet["message"] is None and quiet["answer"] is None
+    assert set(quiet["queries"]) == {"zones", "page", "fit", "host"} and quiet["cpu_share"] > 0
     # The asked rate, then doubled for as long as the phase before kept up (a tiny
     # fleet on a loaded machine may not keep up even at 8 a second).
-    rates, kept_ups = [p["rate"] for p in run["phases"]], [p["kept_up"] for p in run["phases"]]
+    rates, kept_ups = [p["rate"] for p in rated], [p["kept_up"] for p in rated]
     assert rates == [8 * 2**n for n in range(len(rates))] and rates[-1] <= 32
     assert all(kept_ups[:-1]) and (not kept_ups[-1] or rates[-1] * 2 > 32)
-    for phase in run["phases"]:
+    for phase in rated:
         assert phase["achieved"] > 0 and phase["unsent"] == 0
         assert phase["message"] is not None and phase["answer"] is not None
         assert set(phase["queries"]) == {"zones", "page", "fit", "host"}

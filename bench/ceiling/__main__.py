@@ -26,6 +26,9 @@ def main() -> int:
     parser.add_argument(
         "--subscribers", default="100,20", help="fleetCapacityChanged and hypervisorChanged"
     )
+    parser.add_argument(
+        "--quiet", type=float, default=20, help="seconds of the readers alone first (0: none)"
+    )
     parser.add_argument("--tail", type=float, default=5, help="seconds after each window")
     parser.add_argument("--cluster", type=Path, help="keep the loaded cluster here across runs")
     parser.add_argument(
@@ -45,7 +48,12 @@ def main() -> int:
         for size in (int(s) for s in args.sizes.split(",")):
             cluster = args.cluster / str(size) if args.cluster else None
             options = Options(
-                args.record_rate, args.record_seconds, args.max_rate, cluster, args.reuse
+                args.record_rate,
+                args.record_seconds,
+                args.max_rate,
+                cluster,
+                args.reuse,
+                args.quiet,
             )
             rates = [float(r) for r in args.rates.split(",")]
             runs.append(ceiling(size, rates, args.seconds, logs, log, readers, options))

@@ -20,24 +20,28 @@ def _lag(runs: list[dict[str, Any]]) -> str:
         "| Hosts | changes/s asked / sent / applied | send to message p50 / p99 "
         "| send to answer p50 / p99 "
         "| lag growth over the window | gateway CPU | CPU per change | : API server per write "
+        "| above the readers alone, per change | : API server per write "
         "| gateway waiting for a CPU | replay server CPU | RSS | messages/s (totals / hosts) "
         "| kept up |",
-        "|" + "---|" * 13,
+        "|" + "---|" * 15,
     ]
     for run, p in phases(runs):
         per_write = run["recorded"]["apiserver_cpu_per_write"]
-        per_change = p["cpu_share"] / p["events_per_second"] if p["events_per_second"] else None
+        per_change = _per_change(p["cpu_share"], p)
+        quiet = _quiet_cpu(run)
+        above = None if quiet is None else _per_change(p["cpu_share"] - quiet, p)
         lines.append(
             f"| {run['size']:,} | {p['rate']:g} / {p['achieved']:.1f} "
             f"/ {p['events_per_second']:.1f} | {cell(p['message'])} | {cell(p['answer'])} "
             f"| {_ms(p['growth'])} "
             f"| {p['cpu_share'] * 100:.0f}% of a core | {_ms(per_change)} "
             f"| {_fraction(per_change, per_write)} "
+            f"| {_ms(above)} | {_fraction(above, per_write)} "
             f"| {p['gateway_waiting_share']:.0%} of the window "
             f"| {p['replay_cpu_share'] * 100:.0f}% of a core "
             f"| {p['rss_kib'] / 1024:.0f} MiB "
             f"| {_per_second(p, 'totals')} / {_per_second(p, 'hosts')} "
-            f"| {'yes' if p['kept_up'] else 'no'} |"
+            f"| {_kept_up(p['kept_up'])} |"
         )
     return "\n".join(lines)
 
@@ -78,6 +82,21 @@ def _ceilings(runs: list[dict[str, Any]]) -> str:
             f"{_ms(recorded['apiserver_cpu_per_write'])} | {run['ready_seconds']:.1f} s |"
         )
     return "\n".join(lines)
+
+
+def _per_change(cpu_share: float, phase: dict[str, Any]) -> float | None:
+    """Seconds of CPU per change applied; None without changes."""
+    rate: float = phase["events_per_second"]
+    return cpu_share / rate if phase["rate"] and rate else None
+
+
+def _quiet_cpu(run: dict[str, Any]) -> float | None:
+    """The gateway's CPU share under the readers alone, if the run had such a phase."""
+    return next((p["cpu_share"] for p in run["phases"] if not p["rate"]), None)
+
+
+def _kept_up(kept: bool | None) -> str:
+    return "-" if kept is None else "yes" if kept else "no"
 
 
 def _per_second(phase: dict[str, Any], kind: str) -> str:

@@ -47,6 +47,8 @@ class Options:
     cluster: Path | None = None
     #: Replay the recording an earlier run left in the logs, with its figures.
     reuse: bool = False
+    #: Seconds of the readers alone, before the first rate (0: none).
+    quiet: float = 20
 
 
 def ceiling(
@@ -111,6 +113,12 @@ def _replay(
         ready = gateway.wait_ready()
         log(f"[ceiling {size}] the gateway was ready on the replay in {ready:.1f} s")
         phases: list[dict[str, Any]] = []
+        if options.quiet:
+            # The readers alone: what they cost without a change (the part of the CPU
+            # no change rate divides), and every fleet-wide view made before the rates.
+            log(f"[ceiling {size}] the readers alone for {options.quiet:g} s")
+            quiet = replayed(replay, gateway, bare, names, 0, options.quiet, readers)
+            phases.append(quiet | {"kept_up": None})
         for rate in _rates(rates, options.max_rate, phases):
             log(f"[ceiling {size}] {rate:g} changes/s for {seconds:g} s")
             phase = replayed(replay, gateway, bare, names, rate, seconds, readers)
