@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from gateway.domain import lenient
@@ -30,3 +32,15 @@ def test_shared_strings_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) ->
         shared_string(f"project-{i:080d}")
         assert shared.figures().bytes <= 100 * 1024 + shared.CHECK_EVERY * 140
     assert shared.figures().evictions > 0
+
+
+def test_shared_strings_bytes_are_each_strings_once_and_follow_a_letting_go() -> None:
+    shared = lenient.SharedStrings()
+    for i in range(3000):
+        shared.strings.setdefault(f"project-{i}", f"project-{i}")
+        if i % 700 == 0:
+            assert shared.figures().bytes == sum(map(sys.getsizeof, shared.strings))
+    shared.strings.clear()  # as a bound does
+    for i in range(10):
+        shared.strings.setdefault(f"user-{i}", f"user-{i}")
+    assert shared.figures().bytes == sum(map(sys.getsizeof, shared.strings))

@@ -8,6 +8,7 @@ built on it never fails on bad data and never hides it.
 
 from __future__ import annotations
 
+import itertools
 import reprlib
 import sys
 from collections.abc import Mapping
@@ -165,7 +166,9 @@ class SharedStrings:
     own strings, over months of changes): the strings made next are shared again.
     The bytes are measured every :data:`CHECK_EVERY` new strings (so they may pass
     the budget by as many strings before they go), and the hot loops pay one
-    comparison per call of :meth:`bound`.
+    comparison per call of :meth:`bound`. Each string is measured once: strings are
+    only ever added, in order, or let go all at once (measuring all of them at every
+    check took 6% of a start at 20,000 hosts, 100,000 strings).
     """
 
     name = "shared strings"
@@ -178,6 +181,8 @@ class SharedStrings:
         self.strings: dict[str, str] = {}
         self.evictions = 0
         self._check_at = self.CHECK_EVERY
+        # The first string when last measured, how many were, and their bytes.
+        self._measured: tuple[str | None, int, int] = (None, 0, 0)
 
     def bound(self) -> None:
         """Let the strings go once there are too many, or they take too much."""
@@ -192,7 +197,16 @@ class SharedStrings:
         return Figures(len(self.strings), self._bytes(), 0, self.evictions)
 
     def _bytes(self) -> int:
-        return sum(map(sys.getsizeof, list(self.strings)))
+        strings = self.strings
+        first, count, nbytes = self._measured
+        if next(iter(strings), None) is not first or len(strings) < count:
+            first, count, nbytes = next(iter(strings), None), 0, 0  # let go since
+        # The newest strings are the last; a list made in C, before a parsing thread
+        # can add one.
+        new = list(itertools.islice(reversed(strings), len(strings) - count))
+        nbytes += sum(map(sys.getsizeof, new))
+        self._measured = (first, count + len(new), nbytes)
+        return nbytes
 
 
 STRINGS = PARSING.add(SharedStrings())
