@@ -71,7 +71,8 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
     effective = p.amounts(status.get("effectiveCapacity"), "status.effectiveCapacity")
     allocation = p.amounts(status.get("allocation"), "status.allocation")
     conditions = parse_conditions(p, status.get("conditions"))
-    instances = Instances.pack(*_instances(p, status.get("instances")))
+    running = _instances(p, status.get("instances"))
+    instances = Instances.pack(*running)
     ready = next((c for c in conditions if c.type == "Ready"), None)
     taint = next((c for c in conditions if c.type == "Tainted"), None)
     traits, aggregates = _memberships(
@@ -95,7 +96,7 @@ def parse_hypervisor(obj: Any) -> Hypervisor:
         effective=effective,
     )
     tracked = bookings_tracked and has_status
-    drift = _drift(bookings, instances) if tracked else None
+    drift = _drift(bookings, running, instances) if tracked else None
     return Hypervisor(
         name=name,
         uid=p.string(meta.get("uid"), "metadata.uid"),
@@ -292,13 +293,15 @@ def _cells(p: Reader, value: Any) -> tuple[Cell, ...]:
     return tuple(sorted(cells, key=lambda c: c.cell_id))
 
 
-def _drift(bookings: tuple[Booking, ...], instances: Instances) -> Drift:
+def _drift(bookings: tuple[Booking, ...], running: _Running, instances: Instances) -> Drift:
     booked = {b.uuid for b in bookings if isinstance(b, ConsumerBooking)}
-    running = tuple(instances)
-    seen = {i.id for i in running}
+    seen = set(running.ids)
     return Drift(
         booked_not_running=tuple(
             b for b in bookings if isinstance(b, ConsumerBooking) and b.uuid not in seen
         ),
-        running_not_booked=tuple(i for i in running if i.id not in booked),
+        # Instance records made only when some instance is not booked (mostly none is).
+        running_not_booked=()
+        if seen <= booked
+        else tuple(i for i in instances if i.id not in booked),
     )
