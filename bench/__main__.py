@@ -37,6 +37,11 @@ def main() -> int:
         help="changes/s of the churn phases, comma-separated (default 10,100; empty: none)",
     )
     parser.add_argument("--churn-seconds", type=float, default=30, help="seconds per churn phase")
+    parser.add_argument(
+        "--cluster",
+        type=Path,
+        help="keep each size's loaded cluster here across runs (bench.ceiling's too)",
+    )
     args = parser.parse_args()
     rates = [float(r) for r in args.churn_rates.split(",") if r]
 
@@ -54,6 +59,7 @@ def main() -> int:
                 starts=args.starts,
                 rps_seconds=args.rps_seconds,
                 workdir=logs,
+                cluster=args.cluster / str(size) if args.cluster else None,
             )
             log = functools.partial(print, file=sys.stderr, flush=True)
             runs.append(run(options, log=log))

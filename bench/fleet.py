@@ -90,6 +90,38 @@ async def load(plane: ControlPlane, objects: list[dict[str, Any]], concurrency: 
     return time.perf_counter() - started
 
 
+#: What a cluster directory kept between runs says about the fleet loaded into it.
+KEPT = "fleet.json"
+
+
+def loaded_once(plane: ControlPlane, objects: list[dict[str, Any]], bookings: int) -> float | None:
+    """Load ``objects`` (the demo fleet of seed 0, ``bookings`` a host) unless the
+    cluster kept in ``plane.dir`` holds that fleet already: the seconds loading took,
+    None if it was kept."""
+    kept = plane.dir / KEPT
+    fleet = {"size": len(objects), "seed": 0, "bookings": bookings}
+    if kept.exists() and fleet.items() <= json.loads(kept.read_text()).items():
+        _cache_loaded(plane)
+        return None
+    seconds = asyncio.run(load(plane, objects))
+    kept.write_text(json.dumps(fleet | {"load_seconds": seconds}))
+    return seconds
+
+
+def _cache_loaded(plane: ControlPlane, timeout: float = 600) -> None:
+    """Wait until the API server answers a whole LIST: started on a kept etcd (its CRD
+    installed again), it reads every object into its watch cache first (a minute at
+    20,000 hosts) and answers 429 "storage is (re)initializing" meanwhile; a LIST of
+    one object, served from etcd, does not wait for that. The first whole LIST, slower
+    than the next, is then not among the measured ones."""
+    deadline = time.monotonic() + timeout
+    with plane.client() as http:
+        while http.get(HYPERVISORS, timeout=timeout).status_code != 200:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the API server did not load the kept fleet")
+            time.sleep(0.5)
+
+
 async def _create(http: httpx.AsyncClient, obj: dict[str, Any]) -> None:
     body = {k: v for k, v in obj.items() if k != "status"}
     _check(await http.post(HYPERVISORS, content=json.dumps(body)))

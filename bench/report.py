@@ -198,9 +198,13 @@ def figures_table(f: dict[str, Any]) -> list[str]:
         f"relist that took {f['relist_seconds']:.1f} s (etcd compacted, API server restarted)",
         f"- small cached query: {f['rps_gateway']:,.0f} req/s; "
         f"bare Starlette: {f['rps_bare']:,.0f} req/s",
-        f"- loading the fleet (not a measured figure): {f['load_seconds']:.1f} s",
+        f"- loading the fleet (not a measured figure): {_loading(f['load_seconds'])}",
     ]
     return lines
+
+
+def _loading(seconds: float | None) -> str:
+    return "kept from an earlier run" if seconds is None else f"{seconds:.1f} s"
 
 
 def costs_table(f: dict[str, Any]) -> list[str]:

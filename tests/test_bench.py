@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 
 from bench import apply, capacity_metrics
+from bench.fleet import loaded_once
 from bench.latency import Poller
 from bench.live import measure
 from bench.report import TARGETS, markdown
 from bench.run import Options, run
+from gateway.sources.demo.source import generate
+from harness.controlplane import HYPERVISORS, ControlPlane
 
 
 @pytest.mark.cluster
@@ -28,9 +31,11 @@ def test_a_tiny_run_measures_every_figure_and_reports_every_target(tmp_path: Pat
         starts=2,
         rps_seconds=1,
         workdir=tmp_path,
+        cluster=tmp_path / "cluster",
     )
     # run() itself fails when the gateway's free capacity differs from the script's.
     figures = run(options, log=lambda message: None)
+    assert figures["load_seconds"] > 0
 
     assert figures["size"] == 50
     assert figures["delay_answer"].n == figures["delay_watch"].n == 3
@@ -43,6 +48,18 @@ def test_a_tiny_run_measures_every_figure_and_reports_every_target(tmp_path: Pat
     assert report.count("PASS") + report.count("FAIL") == 2 * len(TARGETS)
     assert "Growth with fleet size" in report
     assert report.count("| start to ready |") == 2  # the fixed cost and the cost per host
+
+    # The cluster kept: the next run finds the fleet loaded, and says so.
+    plane = ControlPlane(workdir=options.cluster)
+    try:
+        plane.start()
+        assert loaded_once(plane, generate(50, seed=0, bookings_per_host=5), 5) is None
+        with plane.client() as http:
+            assert len(http.get(HYPERVISORS).json()["items"]) == 50
+    finally:
+        plane.stop()
+    kept = markdown([figures | {"load_seconds": None}], "python -m bench --sizes 50")
+    assert "kept from an earlier run" in kept
 
 
 def test_the_live_figures_come_from_a_real_websocket() -> None:

@@ -7,7 +7,6 @@ share of a large region would be.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from bench.ceiling.phase import kept_up, replayed
 from bench.ceiling.recording import record
 from bench.churn.phase import Load
 from bench.churn.writers import targets
-from bench.fleet import load
+from bench.fleet import loaded_once
 from gateway.sources.demo.source import generate
 from harness.controlplane import ControlPlane, free_port
 from harness.processes import Server
@@ -28,8 +27,6 @@ from harness.replay_recording import Recording
 
 __all__ = ["Options", "ceiling"]
 
-#: What a cluster directory kept between runs says about the fleet loaded into it.
-FLEET = "fleet.json"
 #: The recorder's figures, beside the recording.
 RECORDED = "recorded.json"
 
@@ -150,7 +147,10 @@ def _record(
     try:
         plane.start()
         objects = generate(size, seed=0, bookings_per_host=40)
-        loaded = _loaded(plane, size, objects, log)
+        log(f"[ceiling {size}] loading, unless the cluster holds the fleet already")
+        loaded = loaded_once(plane, objects, 40)
+        if loaded is not None:
+            log(f"[ceiling {size}] loaded in {loaded:.1f} s")
         hosts = targets(objects)
         del objects
         log(f"[ceiling {size}] recording {options.record_seconds:g} s of writes")
@@ -164,21 +164,6 @@ def _record(
         return recorded, loaded
     finally:
         plane.stop()
-
-
-def _loaded(
-    plane: ControlPlane, size: int, objects: list[dict[str, Any]], log: Any
-) -> float | None:
-    """Load the fleet unless the kept cluster holds it already; the seconds it took."""
-    kept = plane.dir / FLEET
-    if kept.exists() and json.loads(kept.read_text())["size"] == size:
-        log(f"[ceiling {size}] the fleet is loaded already")
-        return None
-    log(f"[ceiling {size}] loading")
-    seconds = asyncio.run(load(plane, objects))
-    kept.write_text(json.dumps({"size": size, "seed": 0, "bookings": 40, "load_seconds": seconds}))
-    log(f"[ceiling {size}] loaded in {seconds:.1f} s")
-    return seconds
 
 
 def _kubeconfig(path: Path, server: str) -> Path:
