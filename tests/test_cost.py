@@ -81,6 +81,20 @@ def profile_at_20000_hosts() -> Profile:
     return dataclasses.replace(measured, hosts=20_000, consumers=measured.consumers * 20)
 
 
+def test_a_profile_counts_each_list_of_its_sample_hosts() -> None:
+    """Bookings are counted by kind in one pass: the means are each list's own."""
+    store = Store()
+    store.replace(generate(300, seed=1, bookings_per_host=12), None)
+    hosts = list(store.snapshot.by_name.values())
+    lists = Profile.measure(store.snapshot).lists
+    for name in ("bookings", "consumers", "reservations", "instances", "labels"):
+        counted = Fraction(sum(len(getattr(h, name)) for h in hosts), len(hosts))
+        assert lists[("Hypervisor", name)] == counted, name
+    assert lists[("Hypervisor", "reservations")] > 0  # the demo fleet has both kinds
+    resources = [len(b.resources) for h in hosts for b in h.bookings]
+    assert lists[("ConsumerBooking", "resources")] == Fraction(sum(resources), len(resources))
+
+
 def cost(query: str, profile: Profile, page: int = 20_000) -> int:
     document = parse(query)
     operation = next(d for d in document.definitions if isinstance(d, OperationDefinitionNode))

@@ -19,9 +19,11 @@ and cost what they return. Means are exact fractions, so a thousand hosts with
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import math
+import operator
 import weakref
 from collections.abc import Mapping
 from fractions import Fraction
@@ -50,6 +52,7 @@ from graphql import (
     value_from_ast_untyped,
 )
 
+from gateway.domain.records import ConsumerBooking, ReservationBooking
 from gateway.store.snapshot import Snapshot
 
 __all__ = ["Cost", "Profile", "Profiles", "estimate"]
@@ -82,6 +85,10 @@ HOST_LISTS = (
     "resources",
     "traits",
 )
+
+#: The host lists that are its bookings of one kind, counted together.
+_KINDS = {"consumers": ConsumerBooking, "reservations": ReservationBooking}
+_RESOURCES = operator.attrgetter("resources")
 
 #: Root fields that scan every host whatever they return, given these arguments: the
 #: fleet's totals and its first page by name are kept, a filter's or an order's are not.
@@ -135,14 +142,24 @@ class Profile:
 
     @classmethod
     def measure(cls, snapshot: Snapshot) -> Profile:
-        """The profile of a snapshot: its host count, and list lengths from a sample."""
+        """The profile of a snapshot: its host count, and list lengths from a sample.
+
+        Measured on the event loop, so the bookings (forty a host) are counted in C:
+        making each host's consumers and reservations to count them took most of
+        6-14 ms at 333 changes a second, once every :data:`REMEASURE` changes.
+        """
         sample = list(itertools.islice(snapshot.by_name.values(), SAMPLE))
         lists = {
             ("Hypervisor", name): _mean(len(getattr(h, name)) for h in sample)
             for name in HOST_LISTS
+            if name not in _KINDS
         }
-        bookings = [b for h in sample for b in h.bookings]
-        per_booking = _mean(len(b.resources) for b in bookings)
+        bookings = list(itertools.chain.from_iterable(h.bookings for h in sample))
+        kinds = collections.Counter(map(type, bookings))
+        for name, kind in _KINDS.items():
+            counted = sum(n for t, n in kinds.items() if issubclass(t, kind))
+            lists[("Hypervisor", name)] = Fraction(counted, len(sample) or 1)
+        per_booking = _mean(map(len, map(_RESOURCES, bookings)))
         lists[("ConsumerBooking", "resources")] = per_booking
         lists[("ReservationBooking", "resources")] = per_booking
         lists[("Consumer", "bookings")] = CONSUMER_HOSTS
