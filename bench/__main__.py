@@ -14,9 +14,11 @@ from bench import churn
 from bench.report import markdown
 from bench.run import Options, run
 from bench.stats import plain
+from harness.processes import stop_on_terminate
 
 
 def main() -> int:
+    stop_on_terminate()
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
         "--sizes", default="5000", help="comma-separated fleet sizes (default 5000)"

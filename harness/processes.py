@@ -13,7 +13,14 @@ import httpx
 
 from harness.controlplane import ROOT
 
-__all__ = ["MemorySampler", "Server", "memory_kib"]
+__all__ = ["MemorySampler", "Server", "memory_kib", "stop_on_terminate"]
+
+
+def stop_on_terminate() -> None:
+    """Let SIGTERM end this run as Ctrl-C does, through every ``finally``: the servers
+    a benchmark started (the gateway, kube-apiserver, etcd) are then stopped with it,
+    not left running for the next run to collide with."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 class Server:

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from bench.ceiling import Options, ceiling, markdown
 from bench.churn import Load
+from harness.processes import stop_on_terminate
 
 
 def main() -> int:
+    stop_on_terminate()
     parser = argparse.ArgumentParser(prog="python -m bench.ceiling", description=__doc__)
     parser.add_argument("--sizes", default="20000", help="comma-separated fleet sizes")
     parser.add_argument("--rates", default="100,333,1000", help="changes per second asked")

@@ -10,9 +10,11 @@ import tempfile
 from pathlib import Path
 
 from bench.churn import Load, churn, markdown
+from harness.processes import stop_on_terminate
 
 
 def main() -> int:
+    stop_on_terminate()
     parser = argparse.ArgumentParser(prog="python -m bench.churn", description=__doc__)
     parser.add_argument("--sizes", default="1000,5000", help="comma-separated fleet sizes")
     parser.add_argument("--rates", default="10,100", help="comma-separated changes per second")

@@ -12,9 +12,11 @@ from pathlib import Path
 
 from bench.soak import Soak, markdown, soak
 from bench.stats import plain
+from harness.processes import stop_on_terminate
 
 
 def main() -> int:
+    stop_on_terminate()
     defaults = Soak()
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__)
     parser.add_argument("--size", type=int, default=defaults.size, help="demo hosts (5000)")
