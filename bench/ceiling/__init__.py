@@ -11,7 +11,8 @@ served (subscription messages, and answers polled for the host's version),
 every query kind's p99 against the bare floor, and the gateway's CPU per
 change; then the rate is doubled while the gateway keeps up, and the last rate
 it kept up with is its ceiling (:mod:`bench.ceiling.phase` says what keeping
-up means).
+up means). A phase of the readers alone comes first: what they cost without a
+change, set apart from each rate's CPU per change.
 
 ``python -m bench.ceiling --sizes 20000 --rates 100,333,1000`` runs it.
 """
