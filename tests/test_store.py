@@ -452,6 +452,30 @@ def test_the_store_settles_every_hundred_changes_and_collects_all_once_per_fleet
     assert [generation for generation, thorough in settles if thorough] == [991, 1991]
 
 
+def test_a_thorough_settle_waits_a_thousand_times_the_pause_of_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At 333 changes a second the fleet's size in changes comes every minute at 20,000
+    hosts, and a whole-heap walk pauses every answer meanwhile: never more than a
+    thousandth of the time."""
+    now = [0.0]
+    settles: list[tuple[int, bool]] = []
+
+    def settle(thorough: bool) -> None:
+        settles.append((store.snapshot.generation, thorough))
+        if thorough:
+            now[0] += 0.5  # the whole heap's walk: none again for 500 s
+
+    monkeypatch.setattr(store_module, "settle", settle)
+    store = Store(clock=lambda: now[0])
+    store.replace([host(f"node-{n}", "1") for n in range(2000)])
+    for version in range(2, 6002):
+        now[0] += 0.125  # 8 changes a second: the fleet's size in changes every 250 s
+        store.upsert(host(f"node-{version % 2000}", str(version)))
+    # 2001 came 250 s after the first: too soon; 4001 at 500.5 s, once 500 s had passed.
+    assert [generation for generation, thorough in settles if thorough] == [1, 4001]
+
+
 def test_name_order_is_handed_on_while_no_host_comes_or_goes(store: Store) -> None:
     store.replace([host("b", "1"), host("a", "2"), host("c", "3")])
     names = store.snapshot.names
