@@ -201,8 +201,8 @@ class SharedStrings:
         first, count, nbytes = self._measured
         if next(iter(strings), None) is not first or len(strings) < count:
             first, count, nbytes = next(iter(strings), None), 0, 0  # let go since
-        # The newest strings are the last; a list made in C, before a parsing thread
-        # can add one.
+        # The newest strings are the last. An estimate: one a parsing thread adds while
+        # this runs may be counted twice, or another not at all.
         new = list(itertools.islice(reversed(strings), len(strings) - count))
         nbytes += sum(map(sys.getsizeof, new))
         self._measured = (first, count + len(new), nbytes)
