@@ -127,14 +127,45 @@ def test_a_sum_whose_last_term_went_away_is_gone() -> None:
 
 def test_untouched_groups_are_shared() -> None:
     def tally(h: Hypervisor) -> Iterator[Entry]:
-        yield h.zone, "n", (Decimal(1),)
+        yield h.zone, "n", (Decimal(1), h.resources["cpu"].physical or Decimal(0))
 
     a, b = (parse_hypervisor(host_object(n, _state(zone=n))) for n in ("a", "b"))
+    grown = parse_hypervisor(host_object("a", _state(zone="a", status=(16, 0))))
     before = Ledger.of(tally, [a, b])
-    after = before.apply([a], [a])
+    after = before.apply([a], [grown])
     assert after.groups["b"] is before.groups["b"]
-    assert after.groups["a"] == before.groups["a"] and after.groups["a"] is not before.groups["a"]
+    assert after.groups["a"] != before.groups["a"]
     assert "a" not in before.apply([a], []).groups
+
+
+def test_a_change_that_moves_no_sum_is_the_same_ledger() -> None:
+    tally = fleet.tally(fleet.Grouping.ZONE)
+    a, b = (parse_hypervisor(host_object(n, _state(zone=n))) for n in ("a", "b"))
+    again = parse_hypervisor(host_object("a", _state(zone="a")))
+    before = Ledger.of(tally, [a, b])
+    assert again is not a and before.apply([a], [again]) is before
+    # Only the cell that moved is summed again; the host's count and memory are kept.
+    more = parse_hypervisor(host_object("a", _state(zone="a", status=(8, 5))))
+    after = before.apply([a], [more])
+    assert after.groups["a"][None] is before.groups["a"][None]
+    assert after.groups["a"]["memory"] is before.groups["a"]["memory"]
+    assert after.groups["a"]["cpu"] != before.groups["a"]["cpu"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(NAMES), states), min_size=1, max_size=4), steps)
+def test_carried_bytes_equal_a_recount(
+    start: list[tuple[str, dict[str, Any]]], changes: list[tuple[str, dict[str, Any] | None]]
+) -> None:
+    hosts = {name: parse_hypervisor(host_object(name, state)) for name, state in start}
+    ledger = Ledger.of(fleet.tally(fleet.Grouping.ZONE), hosts.values())
+    ledger.nbytes()
+    for name, state in changes:
+        gone = [hosts.pop(name)] if name in hosts else []
+        if state is not None:
+            hosts[name] = parse_hypervisor(host_object(name, state))
+        ledger = ledger.apply(gone, [hosts[name]] if name in hosts else [])
+        recounted = Ledger(ledger.tally, ledger.groups)
+        assert ledger.nbytes() == recounted.nbytes()
 
 
 def _state(**overrides: Any) -> dict[str, Any]:

@@ -54,12 +54,14 @@ _DECIMAL_BYTES = sys.getsizeof(Decimal("12345.678"))
 class Ledger:
     """Sums per group and cell of what ``tally`` says of each host."""
 
-    __slots__ = ("groups", "tally")
+    __slots__ = ("_nbytes", "groups", "tally")
 
     def __init__(self, tally: Tally, groups: dict[Hashable, Cells]) -> None:
         self.tally = tally
         #: Group key -> cell key -> sums; a cell (and a group) without hosts is absent.
         self.groups = groups
+        #: What the groups' sums take (:meth:`nbytes`), once counted.
+        self._nbytes: int | None = None
 
     @classmethod
     def of(cls, tally: Tally, hypervisors: Iterable[Hypervisor]) -> Ledger:
@@ -76,7 +78,16 @@ class Ledger:
 
     def apply(self, removed: Iterable[Hypervisor], added: Iterable[Hypervisor]) -> Ledger:
         """These sums without the ``removed`` records (each one counted here) and with
-        the ``added`` ones: a change's previous and new states."""
+        the ``added`` ones: a change's previous and new states.
+
+        An entry a change leaves as it was (a status patch moves one figure of one
+        resource, not the host's count or its other resources) is neither subtracted
+        nor added again, and a change that moves nothing counted here returns this
+        ledger itself: what readers made of its groups stays theirs.
+        """
+        subtracted, summed = _moved(self.tally, removed, added)
+        if not subtracted and not summed:
+            return self
         groups = dict(self.groups)
         copied: set[Hashable] = set()
 
@@ -86,30 +97,62 @@ class Ledger:
                 groups[key] = Cells(groups.get(key))
             return groups[key]
 
-        for hypervisor in removed:
-            for key, cell, vector in self.tally(hypervisor):
-                cells = cells_of(key)
-                left = tuple(map(CONTEXT.subtract, cells[cell], vector))
-                if left[0]:
-                    cells[cell] = left
-                else:
-                    del cells[cell]
-        for hypervisor in added:
-            for key, cell, vector in self.tally(hypervisor):
-                cells = cells_of(key)
-                known = cells.get(cell)
-                cells[cell] = vector if known is None else tuple(map(CONTEXT.add, known, vector))
+        for key, cell, vector in subtracted:
+            cells = cells_of(key)
+            left = tuple(map(CONTEXT.subtract, cells[cell], vector))
+            if left[0]:
+                cells[cell] = left
+            else:
+                del cells[cell]
+        for key, cell, vector in summed:
+            cells = cells_of(key)
+            known = cells.get(cell)
+            cells[cell] = vector if known is None else tuple(map(CONTEXT.add, known, vector))
         for key in copied:
             if not groups[key]:
                 del groups[key]
-        return Ledger(self.tally, groups)
+        ledger = Ledger(self.tally, groups)
+        if self._nbytes is not None:  # the copied groups' bytes for theirs before
+            before = sum(_group_bytes(self.groups.get(key)) for key in copied)
+            after = sum(_group_bytes(groups.get(key)) for key in copied)
+            ledger._nbytes = self._nbytes + after - before
+        return ledger
 
     def nbytes(self) -> int:
         """The memory its sums take, estimated: every cell counted as its own (a ledger
-        carried by a change shares the groups the change did not touch)."""
-        size = sys.getsizeof(self.groups)
-        for cells in self.groups.values():
-            size += sys.getsizeof(cells)
-            for vector in cells.values():
-                size += sys.getsizeof(vector) + _DECIMAL_BYTES * len(vector)
-        return size
+        carried by a change shares the groups the change did not touch). Counted once,
+        then carried by :meth:`apply` over the groups a change copied."""
+        if self._nbytes is None:
+            self._nbytes = sum(map(_group_bytes, self.groups.values()))
+        return sys.getsizeof(self.groups) + self._nbytes
+
+
+def _moved(
+    tally: Tally, removed: Iterable[Hypervisor], added: Iterable[Hypervisor]
+) -> tuple[list[Entry], list[Entry]]:
+    """The entries of ``removed`` and of ``added`` that do not cancel out: an entry
+    of each with the same group, cell and numbers is left out of both."""
+    before: dict[tuple[Hashable, Hashable], list[Vector]] = {}
+    for hypervisor in removed:
+        for key, cell, vector in tally(hypervisor):
+            before.setdefault((key, cell), []).append(vector)
+    summed: list[Entry] = []
+    for hypervisor in added:
+        for key, cell, vector in tally(hypervisor):
+            vectors = before.get((key, cell))
+            if vectors and vector in vectors:
+                vectors.remove(vector)
+            else:
+                summed.append((key, cell, vector))
+    subtracted = [(key, cell, v) for (key, cell), vectors in before.items() for v in vectors]
+    return subtracted, summed
+
+
+def _group_bytes(cells: Cells | None) -> int:
+    """What one group's sums take, estimated; none for a group not there."""
+    if cells is None:
+        return 0
+    size = sys.getsizeof(cells)
+    for vector in cells.values():
+        size += sys.getsizeof(vector) + _DECIMAL_BYTES * len(vector)
+    return size
