@@ -36,6 +36,8 @@ __all__ = [
     "group_keys",
     "ordered_keys",
     "tally",
+    "warning_count",
+    "warning_tally",
 ]
 
 
@@ -129,6 +131,18 @@ def fleet_capacity(hypervisors: Iterable[Hypervisor], grouping: Grouping) -> lis
 def tally(grouping: Grouping) -> Tally:
     """What one host adds to the totals of its groups: the ledger of ``grouping``."""
     return _TALLIES[grouping]
+
+
+def warning_tally(hypervisor: Hypervisor) -> Iterator[Entry]:
+    """What one host adds to the fleet's count of parse warnings: a ledger's tally, so
+    that the count is kept per change (a change that adds or drops none moves nothing)."""
+    yield None, None, (ONE, Decimal(len(hypervisor.warnings)))
+
+
+def warning_count(ledger: Ledger) -> int:
+    """The parse warnings over the fleet that a ledger of :func:`warning_tally` keeps."""
+    cells = ledger.groups.get(None)
+    return 0 if cells is None else int(cells[None][1])
 
 
 def fleet_groups(ledger: Ledger, grouping: Grouping) -> list[FleetGroup]:
