@@ -86,7 +86,7 @@ class CapacityExposition:
         store: Store,
         catalog: Catalog,
         *,
-        slice_seconds: float = 0.005,
+        slice_seconds: float = 0.002,
         warm_for: float = WARM_FOR,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
