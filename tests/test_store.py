@@ -423,7 +423,7 @@ def test_a_large_fleet_is_taken_out_of_the_cyclic_collector() -> None:
     gc.unfreeze()
 
 
-def test_the_store_settles_every_hundred_changes_and_collects_all_once_per_fleet(
+def test_the_store_settles_every_25_changes_and_collects_all_once_per_fleet(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A settle walks what was made since the last one: often, so each pause is short.
@@ -442,7 +442,7 @@ def test_the_store_settles_every_hundred_changes_and_collects_all_once_per_fleet
     store.replace([host(f"node-{n}", "1") for n in range(2000)])  # a whole new set
     for version in range(2, 4002):
         store.upsert(host(f"node-{version % 2000}", str(version)))
-    assert [generation for generation, _ in settles] == list(range(1, 4002, 100))
+    assert [generation for generation, _ in settles] == list(range(1, 4002, 25))
     assert [generation for generation, thorough in settles if thorough] == [1, 2001, 4001]
 
     settles.clear()
@@ -450,7 +450,7 @@ def test_the_store_settles_every_hundred_changes_and_collects_all_once_per_fleet
     store.replace([host(f"node-{n}", "1") for n in range(10)])
     for version in range(2, 2102):
         store.upsert(host(f"node-{version % 10}", str(version)))
-    # 10 changes, then upserts: every 100 changes from the first, 991 and 1991 the 1,000th
+    # 10 changes, then upserts: every 25 changes from the 25th, 991 and 1991 the 1,000th
     assert [generation for generation, thorough in settles if thorough] == [991, 1991]
 
 
