@@ -139,6 +139,10 @@ async def test_cache_hits_and_misses(gw: Gateway) -> None:
     assert await gw.value("response_cache_hits_total") == 2
     assert await gw.value("response_cache_errors_total") == 0
     assert await gw.value("response_cache_degraded") == 0
+    answer = await gw.post(document)
+    assert await gw.value("response_cache_entries") == 1
+    assert await gw.value("response_cache_bytes") >= len(answer.content) > 0
+    assert await gw.value("response_cache_budget_bytes") == 64 * 2**20
     gw.store.upsert(
         objects.hypervisor("node-new")
     )  # a new generation: the old answer is unreachable

@@ -113,6 +113,10 @@ class BoundedMemoryCache(SimpleMemoryCache):  # type: ignore[misc]
         self.bytes = 0
         self._cache: OrderedDict[str, bytes] = OrderedDict()
 
+    def __len__(self) -> int:
+        """The answers held."""
+        return len(self._cache)
+
     async def get(
         self,
         key: str,

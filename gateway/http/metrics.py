@@ -42,7 +42,7 @@ from gateway.domain.bounded import Memos
 from gateway.domain.lenient import STRINGS
 from gateway.domain.memo import PARSING, Memo
 from gateway.domain.quantity import SPELLINGS
-from gateway.http.cache import ResponseCache
+from gateway.http.cache import BoundedMemoryCache, ResponseCache
 from gateway.http.persisted import PersistedQueries
 from gateway.store.feed import Feed
 from gateway.store.snapshot import Snapshot
@@ -252,6 +252,13 @@ class StateCollector(Collector):
             "1 while the cache is unavailable and answers are computed uncached.",
             int(stats.degraded),
         )
+        memory = cache.backend
+        if isinstance(memory, BoundedMemoryCache):  # Redis holds its answers, and bounds them
+            yield _gauge("response_cache_entries", "Answers held in memory.", len(memory))
+            yield _gauge("response_cache_bytes", "Bytes of the answers held.", memory.bytes)
+            yield _gauge(
+                "response_cache_budget_bytes", "Bytes the answers may take.", memory.max_bytes
+            )
 
 
 def _memos(memos: Memos) -> Iterator[Metric]:
