@@ -7,7 +7,7 @@ import weakref
 
 import pytest
 
-from gateway.store.collector import collector_paused, settle
+from gateway.store.collector import Spacing, collector_paused, settle
 
 
 def test_collector_is_paused_inside_and_restored_after() -> None:
@@ -85,3 +85,16 @@ def test_a_cycle_alive_at_one_settle_is_collected_at_the_next_thorough_one() -> 
         assert gone() is None
     finally:
         gc.unfreeze()
+
+
+def test_a_spaced_pause_is_due_again_after_a_thousand_times_its_duration() -> None:
+    now = [0.0]
+    spacing = Spacing(1000, lambda: now[0])
+    assert spacing.due()  # never timed: due at once
+    with spacing.spaced():
+        now[0] += 0.002  # it takes 2 ms
+    assert not spacing.due()
+    now[0] += 1.99  # it ended at 2 ms: the next is due at 2.002 s
+    assert not spacing.due()
+    now[0] += 0.01
+    assert spacing.due()

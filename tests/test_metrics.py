@@ -18,7 +18,7 @@ from gateway.domain import fleet as fleet_totals
 from gateway.domain.ledger import Ledger
 from gateway.http.auth import KubernetesAuthorizer, Verdict
 from gateway.http.cache import BoundedMemoryCache, ResponseCache
-from gateway.http.metrics import Metrics, OperationNames, Spaced
+from gateway.http.metrics import Metrics, OperationNames
 from gateway.store.store import Store
 from tests import fleet, objects
 from tests.support import StaticSource, eventually, run_server, serve
@@ -217,22 +217,6 @@ async def test_a_scrape_reads_the_warning_count_the_store_carries(
 
 def _never(*args: object) -> Ledger:
     raise AssertionError("the warnings were counted over the fleet again")
-
-
-def test_a_costly_figure_is_read_again_after_a_thousand_times_its_cost() -> None:
-    now, readings = [0.0], []
-
-    def read() -> int:
-        now[0] += 0.002  # a reading takes 2 ms
-        readings.append(now[0])
-        return len(readings)
-
-    figure = Spaced(read, lambda: now[0])
-    assert (figure.value(), figure.value()) == (1, 1)
-    now[0] += 1.99  # the first reading ended at 2 ms: it stands until 2.002 s
-    assert figure.value() == 1
-    now[0] += 0.01
-    assert figure.value() == 2
 
 
 async def test_source_figures_follow_the_sync_status(gw: Gateway) -> None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+import math
+import time
+from collections.abc import Callable, Iterator
 
 from gateway.store import heap
 
-__all__ = ["collector_paused", "settle"]
+__all__ = ["Spacing", "collector_paused", "settle"]
 
 
 @contextlib.contextmanager
@@ -60,3 +62,31 @@ def settle(*, thorough: bool = True) -> None:
     gc.collect()
     gc.freeze()
     heap.trim()
+
+
+class Spacing:
+    """When a pause of every answer may come again: no sooner than ``times`` its last
+    duration after it ended, so that it takes at most ``1 / times`` of the time.
+
+    A whole-heap collection, and a walk of the frozen heap to count it, grow with
+    the fleet (0.14 s and 25 ms at 20,000 hosts): on the event loop, they set the p99
+    of every answer while they run.
+    """
+
+    def __init__(self, times: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.times = times
+        self._clock = clock
+        self._next = -math.inf
+
+    def due(self) -> bool:
+        return self._clock() >= self._next
+
+    @contextlib.contextmanager
+    def spaced(self) -> Iterator[None]:
+        """Time the block: the next is due ``times`` its duration after it ends."""
+        started = self._clock()
+        try:
+            yield
+        finally:
+            ended = self._clock()
+            self._next = ended + (ended - started) * self.times

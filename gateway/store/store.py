@@ -28,7 +28,7 @@ from gateway.domain.bounded import Memos
 from gateway.domain.parse import ParseError, parse_hypervisor
 from gateway.domain.records import Hypervisor
 from gateway.store.carried import Step
-from gateway.store.collector import collector_paused, settle
+from gateway.store.collector import Spacing, collector_paused, settle
 from gateway.store.evictions import EvictionStore
 from gateway.store.listeners import Listeners
 from gateway.store.shards import ShardedMap
@@ -127,8 +127,7 @@ class Store:
         self._unsettled = 0
         self._uncollected = 0
         # When the next thorough settle may come (see _THOROUGH_SPACING).
-        self._clock = clock
-        self._thorough_from = 0.0
+        self._thorough = Spacing(_THOROUGH_SPACING, clock)
         # Content fingerprints of the objects that have no resourceVersion.
         self._fingerprints: dict[str, str] = {}
         #: The operator's evictions of these hosts: a small store of their own, fed
@@ -286,15 +285,11 @@ class Store:
         self._unsettled += len(changes)
         self._uncollected += len(changes)
         if self._unsettled >= _SETTLE_AFTER:
-            started = self._clock()
-            thorough = (
-                self._uncollected >= max(_THOROUGH_AFTER, len(hypervisors))
-                and started >= self._thorough_from
-            )
-            settle(thorough=thorough)
             self._unsettled = 0
-            if thorough:
+            if self._uncollected >= max(_THOROUGH_AFTER, len(hypervisors)) and self._thorough.due():
+                with self._thorough.spaced():
+                    settle(thorough=True)
                 self._uncollected = 0
-                ended = self._clock()
-                self._thorough_from = ended + (ended - started) * _THOROUGH_SPACING
+            else:
+                settle(thorough=False)
         self._listeners.tell(new, changes)
