@@ -15,7 +15,7 @@ from graphql import GraphQLError, parse
 
 from gateway.api.context import Context
 from gateway.api.schema import schema
-from gateway.http.broadcast import Broadcast, Broadcasts, Member
+from gateway.http.broadcast import Broadcast, Broadcasts, Member, send_frames
 from gateway.store.feed import Feed
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
@@ -291,6 +291,43 @@ async def test_a_member_with_too_many_bytes_unsent_is_cut_off(
     member.put("abcdefg")  # 11 bytes unsent: over, but taken; the next one is not
     member.put("x")
     assert (connection.cut_off, member.ended, member.pending_bytes) == (1, True, 0)
+
+
+async def test_a_member_is_written_at_once_but_never_ahead_of_a_frame_waiting(
+    live: tuple[Store, Feed, list[str]],
+) -> None:
+    """Its connection takes a frame at once unless its writes are paused; a frame
+    that had to wait, queued or being sent, goes before any later one."""
+    store, feed, _ = live
+    written: list[str] = []
+    writable = True
+
+    def write(frame: str) -> bool:
+        if writable:
+            written.append(frame)
+        return writable
+
+    sent: list[str] = []
+    release = asyncio.Event()
+
+    async def send(frame: str) -> None:
+        await release.wait()
+        sent.append(frame)
+
+    member = Member(Connection(store, feed).context, "<", since=0, limit=10, write=write)
+    sending = asyncio.create_task(send_frames(member, send))
+    member.put("1")
+    writable = False
+    member.put("2")  # its connection's writes paused: queued
+    writable = True
+    await eventually(lambda: member.pending_bytes == 0)  # taken off the queue, being sent
+    member.put("3")  # behind the frame being sent: queued too
+    release.set()
+    await eventually(lambda: len(sent) == 2)
+    member.put("4")  # nothing waits: written at once
+    member.end()
+    await sending
+    assert (written, sent) == (["<1}", "<4}"], ["<2}", "<3}"])
 
 
 async def _first(frames: AsyncIterator[str], count: int) -> AsyncIterator[str]:

@@ -163,6 +163,28 @@ async def test_a_subscriber_gets_every_change_of_a_burst_in_order() -> None:
     assert seen == [(f"node-{n}", str(v)) for v in range(2, 12) for n in range(3)]
 
 
+async def test_a_broadcast_writes_its_frames_past_the_apps_send(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The subscriber's messages reach it, in order, without a trip each through the
+    app's ASGI send (the protocol messages do take it)."""
+    through_send: list[str] = []
+    asgi_send = CoalescingWebSocketProtocol.send
+
+    async def send(self: CoalescingWebSocketProtocol, message: Any) -> None:
+        if message["type"] == "websocket.send":
+            through_send.append(json.loads(message["text"])["type"])
+        await asgi_send(self, message)
+
+    monkeypatch.setattr(CoalescingWebSocketProtocol, "send", send)
+    async with subscribed([hypervisor("node-0", resource_version="1")]) as (ws, store):
+        for version in range(2, 5):
+            store.upsert(hypervisor("node-0", resource_version=str(version)))
+        seen = [json.loads(await ws.recv())["payload"]["data"] for _ in range(3)]
+    versions = [data["hypervisorChanged"]["hypervisor"]["resourceVersion"] for data in seen]
+    assert (versions, through_send) == (["2", "3", "4"], ["connection_ack"])
+
+
 # Compression: only messages of COMPRESS_FROM bytes or more.
 
 

@@ -12,10 +12,11 @@ fell a thousand commits behind and were cut off.
 
 Here one :class:`Broadcast` per operation runs the subscription: each event is
 executed once and its payload encoded once, and every subscriber is handed
-that text. A subscriber (:class:`Member`) keeps the payloads it has yet to send
-in a queue of its own and writes them, inside its operation id, from its own
-task, so a slow socket holds up no one else. Two rules keep each subscriber's
-stream what it was alone:
+that text. A subscriber (:class:`Member`) is written its frame (the payload
+inside its operation id) at once, where its connection can take it
+(gateway.http.frames); otherwise it keeps the payloads it has yet to send in a
+queue of its own and writes them from its own task, so a slow socket holds up no
+one else. Two rules keep each subscriber's stream what it was alone:
 
 * It sees the changes made after it subscribed, and only those: an event's
   payload names the store generation its change made (``generation``), and a
@@ -59,20 +60,25 @@ MAX_PENDING_BYTES = 32 * 2**20
 
 #: Sends one frame's text on a subscriber's connection.
 Send = Callable[[str], Awaitable[None]]
+#: Writes one frame's text on a subscriber's connection now; False when it cannot
+#: take one now (its writes are paused), and the frame is to wait.
+Write = Callable[[str], bool]
 #: An event's errors as its subscribers read them (gateway.http.execution.mask).
 Mask = Callable[[list[GraphQLError]], list[GraphQLError]]
 
 
 class Member:
-    """One subscriber of a broadcast: the payloads it has yet to send, in order.
+    """One subscriber of a broadcast: its frames (``prefix``, a payload, ``}``) written
+    at once by ``write``, or the payloads it has yet to send, in order.
 
-    Iterating :meth:`frames` gives its frames (``prefix``, a payload, ``}``) as
+    Iterating :meth:`frames` gives the frames that could not be written at once, as
     they come; it ends when the broadcast ends or cuts it off.
     """
 
     __slots__ = (
         "_pending",
         "_ready",
+        "_sending",
         "context",
         "ended",
         "limit",
@@ -80,6 +86,7 @@ class Member:
         "pending_bytes",
         "prefix",
         "since",
+        "write",
     )
 
     def __init__(
@@ -89,8 +96,10 @@ class Member:
         since: int,
         limit: int,
         max_bytes: int = MAX_PENDING_BYTES,
+        write: Write | None = None,
     ) -> None:
         self.context = context
+        self.write = write
         #: The frame's text before its payload: its operation id and message type.
         self.prefix = prefix
         #: The store generation current when it joined: it takes the later ones' events.
@@ -101,10 +110,15 @@ class Member:
         self._pending: deque[str] = deque()
         #: The length of the payloads in ``_pending``.
         self.pending_bytes = 0
+        self._sending = False
         self._ready = asyncio.Event()
 
     def put(self, payload: str) -> None:
         if self.ended:
+            return
+        # Written at once only behind nothing: a frame queued or being sent goes first.
+        queued = self._pending or self._sending
+        if not queued and self.write is not None and self.write(self._frame(payload)):
             return
         if len(self._pending) >= self.limit or self.pending_bytes > self.max_bytes:
             log.warning(
@@ -130,6 +144,9 @@ class Member:
         self.ended = True
         self._ready.set()
 
+    def _frame(self, payload: str) -> str:
+        return f"{self.prefix}{payload}}}"
+
     async def frames(self) -> AsyncIterator[str]:
         while True:
             await self._ready.wait()
@@ -139,7 +156,9 @@ class Member:
             while self._pending:
                 payload = self._pending.popleft()
                 self.pending_bytes -= len(payload)
-                yield f"{self.prefix}{payload}}}"
+                self._sending = True  # put writes nothing at once before it is sent
+                yield self._frame(payload)
+                self._sending = False
             if self.ended:
                 return
 
@@ -160,9 +179,9 @@ class Broadcast:
         self.ended = False
         self.task: asyncio.Task[None] | None = None
 
-    def join(self, context: Context, prefix: str) -> Member:
+    def join(self, context: Context, prefix: str, write: Write | None = None) -> Member:
         generation = context.store.snapshot.generation
-        member = Member(context, prefix, generation, self.queue_limit)
+        member = Member(context, prefix, generation, self.queue_limit, write=write)
         if self.ended:  # between its source's failure and its leaving the running ones
             if self._failure is not None:
                 member.put(self._failure)
@@ -303,10 +322,13 @@ class Broadcasts:
             del self._running[broadcast.key]
 
     @contextlib.contextmanager
-    def member(self, broadcast: Broadcast, context: Context, prefix: str) -> Iterator[Member]:
-        """``context``'s subscriber in ``broadcast`` while in the block; the broadcast
-        stops with its last member."""
-        member = broadcast.join(context, prefix)
+    def member(
+        self, broadcast: Broadcast, context: Context, prefix: str, write: Write | None = None
+    ) -> Iterator[Member]:
+        """``context``'s subscriber in ``broadcast`` while in the block (written to by
+        ``write``, where its connection offers one); the broadcast stops with its last
+        member."""
+        member = broadcast.join(context, prefix, write)
         try:
             yield member
         finally:
@@ -318,6 +340,7 @@ class Broadcasts:
 
 
 async def send_frames(member: Member, send: Send) -> None:
-    """Write ``member``'s frames to its connection until it ends."""
+    """Write ``member``'s frames that could not be written at once to its connection,
+    until it ends."""
     async for frame in member.frames():
         await send(frame)

@@ -61,6 +61,7 @@ from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.http.broadcast import Broadcast, Broadcasts, send_frames
 from gateway.http.execution import Execution, forget_tracebacks, mask
+from gateway.http.frames import WRITE_TEXT
 from gateway.http.operations import Operations, PreparedOperation
 from gateway.http.refusal import refuse, refuse_websocket
 from gateway.http.request import (
@@ -217,7 +218,9 @@ class Streams:
         )
         if not isinstance(started, Broadcast):
             return PreExecutionError(data=None, errors=_masking(started.errors or []))
-        with self.broadcasts.member(started, context, prefix) as member:
+        offered = connection.scope.get("extensions", {}).get(WRITE_TEXT, {})  # our server's
+        write = offered.get("write")
+        with self.broadcasts.member(started, context, prefix, write) as member:
             await send_frames(member, functools.partial(send_text_while_connected, connection))
         return None
 
