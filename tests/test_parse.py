@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -877,3 +878,84 @@ def test_wrongly_typed_facts_are_warned_about() -> None:
         "status.updateStatus.inProgress",
         "status.updateStatus.retry",
     ]
+
+
+# A new version of an object whose bookings are spelled as before.
+
+
+def fields(h: Hypervisor) -> dict[str, Any]:
+    return {f: getattr(h, f) for f in h.__struct_fields__}
+
+
+def status_patched(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` at the next version, its status written (its allocation)."""
+    patched = copy.deepcopy(obj)
+    patched["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+    patched["status"]["allocation"] = {"cpu": "21", "memory": "71Gi"}
+    return patched
+
+
+def with_flawed_bookings() -> dict[str, Any]:
+    """The full object, warned about in its bookings, and elsewhere around them."""
+    obj = full_object()
+    obj["spec"]["bookings"] += [{"consumer": {"uuid": "not-a-uuid"}}, {"reservation": {}}]
+    obj["spec"]["overcommit"] = {"cpu": "lots"}
+    obj["status"]["capacity"]["memory"] = "much"
+    return obj
+
+
+def test_bookings_spelled_as_before_are_kept_and_the_record_reads_as_anew() -> None:
+    """Its bookings are the record before's, and the record is what reading the whole
+    object gives, warnings in their order."""
+    before = parse(with_flawed_bookings())
+    patched = status_patched(with_flawed_bookings())
+    after = parse_hypervisor(patched, before)
+    assert after.bookings is before.bookings
+    assert fields(after) == fields(parse(patched))
+    assert after.allocation == {"cpu": 21, "memory": 71 * GiB}
+    assert [w.split(":")[0] for w in after.warnings] == [
+        "spec.bookings[3].consumer.uuid",
+        "spec.bookings[4].reservation.name",
+        "spec.overcommit.cpu",
+        "status.capacity.memory",
+    ]
+
+
+def reordered(bookings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same bookings, the keys of each one's body in the other order."""
+    return [
+        {kind: {key: body[key] for key in reversed(body)} for kind, body in entry.items()}
+        for entry in bookings
+    ]
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        lambda bookings: [reservation("host", {"cpu": "8"})],
+        lambda bookings: [*bookings, reservation("more", {"cpu": "1"})],
+        lambda bookings: [{**bookings[0], "reservation": {"name": "host"}}, *bookings[1:]],
+        reordered,  # the same, spelled otherwise
+        lambda bookings: [],
+        lambda bookings: None,  # not tracked any more
+        lambda bookings: "not a list",
+    ],
+)
+def test_bookings_spelled_otherwise_are_read_again(rewrite: Any) -> None:
+    before = parse(full_object())
+    patched = status_patched(full_object())
+    patched["spec"]["bookings"] = rewrite(patched["spec"]["bookings"])
+    after = parse_hypervisor(patched, before)
+    assert after.bookings is not before.bookings or not after.bookings_tracked
+    assert fields(after) == fields(parse(patched))
+
+
+def test_bookings_json_cannot_spell_are_read_each_time() -> None:
+    """A YAML file's null key: no digest, nothing kept."""
+    obj = full_object()
+    obj["spec"]["bookings"][1]["consumer"]["resources"] = yaml.safe_load("{~: 1}")
+    first = parse(obj)
+    again = parse_hypervisor(status_patched(obj), first)
+    assert first.bookings_digest is None
+    assert again.bookings is not first.bookings
+    assert fields(again) == fields(parse(status_patched(obj)))

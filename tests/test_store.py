@@ -193,6 +193,22 @@ def test_objects_from_elsewhere_are_compared_by_content_despite_a_version(store:
     assert store.snapshot.by_name["a"].resources["cpu"].physical == 16
 
 
+def test_the_api_servers_status_patch_keeps_the_bookings_a_files_edit_does_not(
+    store: Store,
+) -> None:
+    """Only the API server's generation says the spec is the same (both objects here
+    keep generation 1 and their uid)."""
+    booked = [consumer(uuid_of(1), {"cpu": 1})]
+    store.replace([host("a", "1", bookings=booked)])
+    first = store.snapshot.by_name["a"]
+    store.upsert(host("a", "2", cpu=16, bookings=booked))
+    assert store.snapshot.by_name["a"].bookings is first.bookings
+    store.replace([host("a", "3", bookings=booked)], versioned=False)
+    edited = [consumer(uuid_of(2), {"cpu": 2})]
+    store.replace([host("a", "3", bookings=edited)], versioned=False)
+    assert [b.uuid for b in store.snapshot.by_name["a"].consumers] == [uuid_of(2)]
+
+
 def test_a_snapshot_never_changes(store: Store) -> None:
     store.replace(
         [

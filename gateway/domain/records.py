@@ -344,6 +344,9 @@ class Hypervisor(Record, frozen=True, eq=False, gc=True, weakref=True):
     overcommit: Amounts
     bookings_tracked: bool
     bookings: tuple[Booking, ...]
+    #: How spec.bookings were spelled (gateway.domain.parse): the next version spelling
+    #: them the same takes ``bookings`` as they are.
+    bookings_digest: int | None
     # status
     has_status: bool
     ready: bool

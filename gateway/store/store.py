@@ -256,7 +256,8 @@ class Store:
         elif previous is not None and previous.resource_version == version:
             return previous
         try:
-            return parse_hypervisor(obj)
+            # Files are YAML: its spelling in JSON is not the whole story (parse._digest).
+            return parse_hypervisor(obj, previous if versioned else None)
         except ParseError as error:
             key = name if isinstance(name, str) and name else where
             prepared.rejected[key] = str(error)
