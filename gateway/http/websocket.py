@@ -218,8 +218,8 @@ class Streams:
         )
         if not isinstance(started, Broadcast):
             return PreExecutionError(data=None, errors=_masking(started.errors or []))
-        offered = connection.scope.get("extensions", {}).get(WRITE_TEXT, {})  # our server's
-        write = offered.get("write")
+        # Our server's offer; ASGI lets a scope's extensions be absent or None.
+        write = ((connection.scope.get("extensions") or {}).get(WRITE_TEXT) or {}).get("write")
         with self.broadcasts.member(started, context, prefix, write) as member:
             await send_frames(member, functools.partial(send_text_while_connected, connection))
         return None
