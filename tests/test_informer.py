@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import itertools
 import json
 import os
 import random
@@ -619,6 +620,36 @@ async def test_in_band_410_in_the_initial_state_streams_again(fake: FakeHypervis
     assert set(store.snapshot.by_name) == {"b"}
     assert [r.get("sendInitialEvents") for r in fake.requests] == ["true", "true"]
     assert informer.status.relists == 0
+
+
+async def test_a_burst_of_events_is_applied_one_a_turn_of_the_loop(
+    fake: FakeHypervisorAPI,
+) -> None:
+    """Thirty changes in one write reach the informer in one chunk; the loop turns
+    once a turn's share is spent (here: none, so after every event), so answers and
+    messages are not held for the burst."""
+    fake.streaming = True
+    burst = b"\n".join(json.dumps(event("MODIFIED", "a", str(v))).encode() for v in range(7, 37))
+    fake.watches.append([event("ADDED", "a", "5"), initial_events_end("6"), burst, None])
+    turns = 0
+
+    async def turning() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    ticker = asyncio.create_task(turning())
+    seen: list[int] = []
+    _, store = await _run(fake, turn_seconds=0)
+    store.listen(lambda snapshot, changes: seen.append(turns))
+    try:
+        await eventually(lambda: _version(store, "a") == "36", 5)
+    finally:
+        ticker.cancel()
+    changes = seen[1:]  # after the initial state
+    assert len(changes) == 30
+    assert all(later > earlier for earlier, later in itertools.pairwise(changes))
 
 
 async def test_stream_cut_before_the_initial_state_ends_is_not_committed(
