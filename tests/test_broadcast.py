@@ -180,6 +180,24 @@ async def test_a_subscriber_joining_behind_the_source_gets_only_later_changes(
     assert logged == []
 
 
+async def test_a_broadcast_keeps_nothing_of_its_events_for_other_operations(
+    live: tuple[Store, Feed, list[str]],
+) -> None:
+    """An event's result, and the objects in it, are its members' alone: kept in the
+    store's memos they were work for nothing, and pushed out what queries reuse."""
+    store, feed, logged = live
+    broadcasts = broadcasts_of(logged)
+    connection = Connection(store, feed)
+    answers = connection.context.answers
+    broadcast = await started(broadcasts, connection.context)
+    with broadcasts.member(broadcast, connection.context, '{"id":"1","payload":') as member:
+        for version in range(2, 5):
+            store.upsert(hypervisor(f"node-{version}", resource_version=str(version)))
+        assert versions(await take(member, 3)) == ["2", "3", "4"]
+    assert (len(answers.results), len(answers.completed)) == (0, 0)
+    assert logged == []
+
+
 async def test_a_member_too_far_behind_is_cut_off_and_the_others_go_on(
     live: tuple[Store, Feed, list[str]], caplog: pytest.LogCaptureFixture
 ) -> None:

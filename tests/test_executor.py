@@ -128,7 +128,7 @@ def test_generated_queries_answer_alike(query: str) -> None:
 # -- errors and nulls, on a schema made to produce them ------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class Part:
     size: int
     label: str | None = None
@@ -141,10 +141,27 @@ class PartView:
 
 
 @strawberry.type
+class TaggedView:
+    tag: str
+
+    @classmethod
+    def is_type_of(cls, obj: Any, info: Any) -> bool:
+        return isinstance(obj, Tagged)
+
+
+@dataclass
+class Tagged:
+    tag: str
+
+
+@strawberry.type
 class Machine:
     name: str
     serial: str  # non-null, though a machine may have none
     count: int  # an Int, though a machine may hold a string
+    main: PartView  # non-null, though a machine may have none
+    spare: PartView | None
+    tagged: TaggedView | None  # a machine may hold something else
 
     @strawberry.field
     def part(self, root: strawberry.Parent[Any], name: str) -> PartView | None:
@@ -159,12 +176,15 @@ class MachineRecord:
     serial: str | None
     count: Any
     parts: dict[str, Part]
+    main: Part | None = Part(1, "main")
+    spare: Part | None = None
+    tagged: Any = None
 
 
 MACHINES = [
-    MachineRecord("ok", "s-1", 3, {"cpu": Part(4, "x")}),
-    MachineRecord("no-serial", None, 1, {"cpu": Part(2)}),
-    MachineRecord("bad-count", "s-3", "three", {}),
+    MachineRecord("ok", "s-1", 3, {"cpu": Part(4, "x")}, spare=Part(8, "s"), tagged=Tagged("t")),
+    MachineRecord("no-serial", None, 1, {"cpu": Part(2)}, main=Part(2), tagged="not a tag"),
+    MachineRecord("bad-count", "s-3", "three", {}, main=None, spare=Part(9)),
 ]
 
 
@@ -197,6 +217,11 @@ def machines() -> Schemas:
         ('{ machines { part(name: "gpu") { size } } }', 0),  # no such part: null
         ('{ machines { part(name: "boom") { size } } }', 3),  # the lookup raises
         ('{ machines { __typename part(name: "cpu") { __typename size } } }', 0),
+        ("{ machines { name spare { size label } } }", 1),  # non-null below an attribute
+        ("{ machines { name main { size } } }", 1),  # an attribute's null for a non-null one
+        ("{ machine { main { label } } }", 1),  # ... up to the nullable root
+        ("{ machines { tagged { tag } } }", 1),  # not of its type: is_type_of says so
+        ("{ machines { main { __typename size } spare { size } } }", 1),
     ],
 )
 def test_errors_and_nulls_read_as_graphql_core_words_them(
@@ -204,6 +229,29 @@ def test_errors_and_nulls_read_as_graphql_core_words_them(
 ) -> None:
     plain, _ = both(machines, document)
     assert len(plain.errors or ()) == errors
+
+
+def test_an_object_attribute_takes_the_short_path(
+    machines: Schemas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A change's ``hypervisor``: an attribute holding an object is completed without
+    graphql-core's execute_field (a ResolveInfo, Strawberry's wrappers) for it."""
+    from graphql.execution.incremental.incremental_executor import IncrementalExecutor
+
+    full: list[str] = []
+    execute_field = IncrementalExecutor.execute_field
+
+    def counted(self: Any, parent_type: Any, source: Any, details: Any, *rest: Any) -> Any:
+        full.append(details[0].node.name.value)
+        return execute_field(self, parent_type, source, details, *rest)
+
+    document = "{ machines { spare { size } tagged { tag } } }"
+    _, short = both(machines, document)
+    assert short.errors  # one machine holds no TaggedView: the full path says so
+    monkeypatch.setattr(IncrementalExecutor, "execute_field", counted)
+    execute(machines[1], parse(document), executor_class=Executor)
+    assert full.count("spare") == 0
+    assert full.count("tagged") == 1  # the one that is not a TaggedView
 
 
 @strawberry.type

@@ -64,7 +64,7 @@ class Executor(IncrementalExecutor):
     kept for the whole of it.
     """
 
-    __slots__ = ("_arguments", "_variables_json", "answers", "budget", "kept")
+    __slots__ = ("_arguments", "_variables_json", "answers", "budget", "kept", "remembers")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Strawberry's subscriptions pass their operation's extensions; no resolver reads them.
@@ -78,11 +78,14 @@ class Executor(IncrementalExecutor):
         #: thread runs it); without a store's context, memos of this operation's own.
         self.answers: Answers = answers if isinstance(answers, Answers) else _own()
         self.kept: Kept = self.answers.completed
+        #: Whether what it makes is kept for others: not by an operation that is run once
+        #: for all its subscribers (gateway.http.broadcast), as no one else could take it.
+        self.remembers = True
 
     def execute_operation(self, serially: bool | None = None) -> Any:
         """graphql-core's; a subscription event's result shared by every subscriber of
         the same operation (:mod:`gateway.api.recent`)."""
-        if self.operation.operation is not OperationType.SUBSCRIPTION:
+        if self.operation.operation is not OperationType.SUBSCRIPTION or not self.remembers:
             return self._execute_operation(serially)
         same, variables = self._event(self.root_value)
         result = self.answers.results.get(same, variables)
@@ -102,7 +105,7 @@ class Executor(IncrementalExecutor):
         A payload that names its snapshot (a host's change, a consumer) is executed
         in it: its links lead to the fleet it is part of, not to the store's by then.
         """
-        kept = self.answers.results.get(*self._event(payload))
+        kept = self.answers.results.get(*self._event(payload)) if self.remembers else None
         if kept is not None:
             return cast("Executor", _Answered(kept))
         executor: Executor = super().build_per_event_executor(payload)  # type: ignore[assignment]
@@ -174,8 +177,13 @@ class Executor(IncrementalExecutor):
         if field_def is not None and self.middleware_manager is None:
             resolve = field_def.resolve
             value: Any = Undefined
-            if type(resolve) is Attribute and resolve.leaf is not None:
-                value = _leaf(resolve, source)
+            if type(resolve) is Attribute:
+                if resolve.leaf is not None:
+                    value = _leaf(resolve, source)
+                elif resolve.object_type is not None:
+                    value = self._attribute_object(
+                        field_def, resolve, source, field_details_list, path, position_context
+                    )
             elif type(resolve) is Lookup and details.fragment_variable_values is None:
                 value = self._lookup(
                     field_def, resolve, source, field_details_list, path, position_context
@@ -215,11 +223,48 @@ class Executor(IncrementalExecutor):
             return Undefined
         if found is None:
             return Undefined
+        return self._completed(
+            field_def, resolve.object_type, found, field_details_list, path, position_context
+        )
+
+    def _attribute_object(
+        self,
+        field_def: GraphQLField,
+        resolve: Attribute,
+        source: Any,
+        field_details_list: FieldDetailsList,
+        path: Path,
+        position_context: Any,
+    ) -> Any:
+        """The object an attribute holds, completed; Undefined where the full path must
+        answer (no object, or one that is not of its type: the full path says why)."""
+        object_type: GraphQLObjectType = resolve.object_type  # type: ignore[assignment]
+        found = getattr(source, resolve.name)
+        if found is None:
+            return None if resolve.nullable else Undefined
+        # Strawberry's is_type_of checks read only the object, never the info.
+        if object_type.is_type_of is not None and not object_type.is_type_of(found, None):  # type: ignore[arg-type]
+            return Undefined
+        return self._completed(
+            field_def, object_type, found, field_details_list, path, position_context
+        )
+
+    def _completed(
+        self,
+        field_def: GraphQLField,
+        object_type: GraphQLObjectType,
+        found: Any,
+        field_details_list: FieldDetailsList,
+        path: Path,
+        position_context: Any,
+    ) -> Any:
+        """``found``'s fields, as graphql-core completes an object: a non-null field
+        below that failed makes it null (or fails it too, where it may not be null)."""
         try:
             return self.collect_and_execute_subfields(
-                resolve.object_type, field_details_list, path, found, position_context
+                object_type, field_details_list, path, found, position_context
             )
-        except Exception as error:  # a non-null field below it failed: null here
+        except Exception as error:
             self.handle_field_error(error, field_def.type, field_details_list, path)
             return None
 
@@ -272,7 +317,7 @@ class Executor(IncrementalExecutor):
         self, object_type: GraphQLObjectType, field_details_list: FieldDetailsList
     ) -> bool:
         """Whether what these fields make of an ``object_type`` record may be kept and reused."""
-        if not (object_type.extensions or {}).get(REUSABLE):
+        if not self.remembers or not (object_type.extensions or {}).get(REUSABLE):
             return False
         if any(d.fragment_variable_values is not None for d in field_details_list):
             return False

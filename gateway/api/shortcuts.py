@@ -6,7 +6,7 @@ graphql-core does per field (a ResolveInfo, argument coercion, Strawberry's
 wrappers, an awaitable check):
 
 - a scalar read from an attribute (``name``, ``free``): the value's attribute,
-  serialized;
+  serialized; and an object read from one (a change's ``hypervisor``), completed;
 - a per-host lookup (``resource(name: "cpu")``): a function of the host and
   String arguments, whose arguments are the same for every host the query reaches.
 
@@ -38,7 +38,7 @@ __all__ = ["Attribute", "Lookup", "shortcut_resolvers"]
 class Attribute:
     """The resolver of a field that is an attribute of its parent, nothing more."""
 
-    __slots__ = ("leaf", "name", "nullable")
+    __slots__ = ("leaf", "name", "nullable", "object_type")
 
     def __init__(self, name: str, type_: GraphQLOutputType) -> None:
         self.name = name
@@ -48,6 +48,8 @@ class Attribute:
         self.leaf: Callable[[Any], Any] | None = (
             inner.coerce_output_value if is_leaf_type(inner) else None
         )
+        #: The object type it is, when it is one (not a list, an interface or a union).
+        self.object_type = inner if isinstance(inner, GraphQLObjectType) else None
 
     def __call__(self, source: Any, info: Any, **arguments: Any) -> Any:
         return getattr(source, self.name)

@@ -40,7 +40,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from graphql import DocumentNode, ExecutionResult, GraphQLError, GraphQLSchema
@@ -289,6 +289,8 @@ class Broadcasts:
         built = Executor.build(self.schema, document, None, shared, variables, operation_name)
         if isinstance(built, list):
             return ExecutionResult(None, built)
+        # Its events' results, and the objects in them, are for its members alone.
+        cast("Executor", built).remembers = False
         events = create_source_event_stream(built)
         if built.is_awaitable(events):
             events = await events
