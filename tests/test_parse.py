@@ -896,11 +896,14 @@ def status_patched(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def with_flawed_bookings() -> dict[str, Any]:
-    """The full object, warned about in its bookings, and elsewhere around them."""
+    """The full object, warned about in its bookings and instances, and elsewhere around
+    them."""
     obj = full_object()
     obj["spec"]["bookings"] += [{"consumer": {"uuid": "not-a-uuid"}}, {"reservation": {}}]
     obj["spec"]["overcommit"] = {"cpu": "lots"}
     obj["status"]["capacity"]["memory"] = "much"
+    obj["status"]["instances"].append({"name": "no id"})
+    obj["status"]["hypervisorId"] = 7
     return obj
 
 
@@ -911,6 +914,8 @@ def test_bookings_spelled_as_before_are_kept_and_the_record_reads_as_anew() -> N
     patched = status_patched(with_flawed_bookings())
     after = parse_hypervisor(patched, before)
     assert after.bookings is before.bookings
+    assert (after.instances, after.drift) == (before.instances, before.drift)
+    assert after.instances is before.instances and after.drift is before.drift
     assert fields(after) == fields(parse(patched))
     assert after.allocation == {"cpu": 21, "memory": 71 * GiB}
     assert [w.split(":")[0] for w in after.warnings] == [
@@ -918,6 +923,8 @@ def test_bookings_spelled_as_before_are_kept_and_the_record_reads_as_anew() -> N
         "spec.bookings[4].reservation.name",
         "spec.overcommit.cpu",
         "status.capacity.memory",
+        "status.instances[2]",
+        "status.hypervisorId",
     ]
 
 
@@ -947,6 +954,47 @@ def test_bookings_spelled_otherwise_are_read_again(rewrite: Any) -> None:
     patched["spec"]["bookings"] = rewrite(patched["spec"]["bookings"])
     after = parse_hypervisor(patched, before)
     assert after.bookings is not before.bookings or not after.bookings_tracked
+    assert fields(after) == fields(parse(patched))
+
+
+def reordered_instances(instances: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same instances, the keys of each in the other order."""
+    return [{key: entry[key] for key in reversed(entry)} for entry in instances]
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        lambda instances: [*instances, {"id": uuid_of(3), "name": "vm-3", "active": True}],
+        lambda instances: instances[1:],  # the booked one gone: drift changes
+        lambda instances: [{**instances[0], "active": False}, *instances[1:]],
+        lambda instances: [{k: v for k, v in i.items() if k != "name"} for i in instances],
+        reordered_instances,  # the same, spelled otherwise
+        lambda instances: [],
+        lambda instances: None,
+        lambda instances: "not a list",
+    ],
+)
+@pytest.mark.parametrize("bookings_too", [False, True])
+def test_instances_spelled_otherwise_are_read_again(rewrite: Any, bookings_too: bool) -> None:
+    """And the drift with them, whether the bookings are kept or not."""
+    before = parse(with_flawed_bookings())
+    patched = status_patched(with_flawed_bookings())
+    patched["status"]["instances"] = rewrite(patched["status"]["instances"])
+    if bookings_too:
+        patched["spec"]["bookings"] = patched["spec"]["bookings"][1:]
+    after = parse_hypervisor(patched, before)
+    assert after.instances is not before.instances
+    assert fields(after) == fields(parse(patched))
+
+
+def test_instances_kept_with_bookings_read_again_drift_anew() -> None:
+    before = parse(with_flawed_bookings())
+    patched = status_patched(with_flawed_bookings())
+    patched["spec"]["bookings"] = []
+    after = parse_hypervisor(patched, before)
+    assert after.instances is before.instances
+    assert after.drift is not None and after.drift != before.drift
     assert fields(after) == fields(parse(patched))
 
 

@@ -357,6 +357,8 @@ class Hypervisor(Record, frozen=True, eq=False, gc=True, weakref=True):
     allocation: Amounts
     cells: tuple[Cell, ...]
     instances: Instances
+    #: How status.instances were spelled, as ``bookings_digest`` for the bookings.
+    instances_digest: int | None
     num_instances: int | None
     hypervisor_id: str | None
     service_id: str | None
