@@ -242,8 +242,10 @@ class Executor(IncrementalExecutor):
         found = getattr(source, resolve.name)
         if found is None:
             return None if resolve.nullable else Undefined
-        # Strawberry's is_type_of checks read only the object, never the info.
-        if object_type.is_type_of is not None and not object_type.is_type_of(found, None):  # type: ignore[arg-type]
+        # Strawberry's is_type_of checks read only the object, never the info; any
+        # answer but True (an awaitable among them) is the full path's to judge.
+        is_type_of = object_type.is_type_of
+        if is_type_of is not None and is_type_of(found, None) is not True:  # type: ignore[arg-type]
             return Undefined
         return self._completed(
             field_def, object_type, found, field_details_list, path, position_context
