@@ -8,11 +8,12 @@ each wrapper of its type. At 5,000 hosts that was most of an uncached answer.
 
 :class:`Executor` takes two short paths. For the resolvers of
 :mod:`gateway.api.shortcuts` (an attribute, a per-host lookup) it calls them
-directly when the answer is a plain value; anything else, an error or a null
-where none is allowed, goes the full way again, so every error reads exactly as
-graphql-core words it. And for an object of a reusable type whose selection reads
-only the object, it reuses what an earlier answer made of the same record
-(:mod:`gateway.api.reuse`): under churn, only the hosts that changed cost work.
+directly when the answer is a plain value or an object of the field's type;
+anything else, an error or a null where none is allowed, goes the full way
+again, so every error reads exactly as graphql-core words it. And for an object
+of a reusable type whose selection reads only the object, it reuses what an
+earlier answer made of the same record (:mod:`gateway.api.reuse`): under churn,
+only the hosts that changed cost work.
 The results are the same field for field (``tests/test_executor.py`` compares
 them with graphql-core's own executor).
 

@@ -12,11 +12,13 @@ fell a thousand commits behind and were cut off.
 
 Here one :class:`Broadcast` per operation runs the subscription: each event is
 executed once and its payload encoded once, and every subscriber is handed
-that text. A subscriber (:class:`Member`) is written its frame (the payload
-inside its operation id) at once, where its connection can take it
-(gateway.http.frames); otherwise it keeps the payloads it has yet to send in a
-queue of its own and writes them from its own task, so a slow socket holds up no
-one else. Two rules keep each subscriber's stream what it was alone:
+that text. Nothing of an event is kept in the store's memos of answers
+(``Executor.remembers``): no other operation could take it. A subscriber
+(:class:`Member`) is written its frame (the payload inside its operation id) at
+once, where its connection can take it (gateway.http.frames); otherwise it keeps
+the payloads it has yet to send in a queue of its own and writes them from its
+own task, so a slow socket holds up no one else. Two rules keep each
+subscriber's stream what it was alone:
 
 * It sees the changes made after it subscribed, and only those: an event's
   payload names the store generation its change made (``generation``), and a
