@@ -122,6 +122,26 @@ class Clock:
         return self.now
 
 
+@contextlib.asynccontextmanager
+async def loop_turns() -> AsyncIterator[Callable[[], int]]:
+    """The event loop's turns while in the block, as a task that yields at each one
+    counts them: what shows whether some work let the loop turn meanwhile."""
+    turns = 0
+
+    async def turning() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    ticker = asyncio.create_task(turning())
+    await asyncio.sleep(0)  # the ticker is running
+    try:
+        yield lambda: turns
+    finally:
+        ticker.cancel()
+
+
 async def eventually(
     condition: Callable[[], Awaitable[bool] | bool], within: float = 5.0, interval: float = 0.01
 ) -> None:

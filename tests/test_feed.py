@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from gateway.store.feed import Feed, Lagging
 from gateway.store.store import Store
 from tests.objects import hypervisor
+from tests.support import loop_turns
 
 
 def changed(store: Store, versions: range) -> None:
@@ -35,25 +34,15 @@ async def test_a_subscriber_behind_reads_its_backlog_in_one_turn_of_the_loop() -
     store = Store()
     feed = Feed(store)
     feed.start()
-    turns = 0
-
-    async def turning() -> None:
-        nonlocal turns
-        while True:
-            await asyncio.sleep(0)
-            turns += 1
-
     with feed.changes() as stream:
         changed(store, range(1, 201))
-        ticker = asyncio.create_task(turning())
-        await asyncio.sleep(0)  # the ticker is running
-        before = turns
-        versions = [
-            (await anext(stream)).changes[0].hypervisor.resource_version for _ in range(200)
-        ]
-        assert turns == before
+        async with loop_turns() as turns:
+            before = turns()
+            versions = [
+                (await anext(stream)).changes[0].hypervisor.resource_version for _ in range(200)
+            ]
+            assert turns() == before
         assert versions == [str(n) for n in range(1, 201)]
-        ticker.cancel()
     feed.stop()
 
 

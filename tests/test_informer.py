@@ -40,7 +40,7 @@ from tests.kubeapi import (
     serves_bookings,
 )
 from tests.objects import consumer, hypervisor, reported, resources
-from tests.support import eventually
+from tests.support import Clock, eventually, loop_turns
 from tests.tcpproxy import TcpProxy
 
 UUID = "7f1c2a9e-3b4d-4e5f-8a6b-0c1d2e3f4a5b"
@@ -631,25 +631,44 @@ async def test_a_burst_of_events_is_applied_one_a_turn_of_the_loop(
     fake.streaming = True
     burst = b"\n".join(json.dumps(event("MODIFIED", "a", str(v))).encode() for v in range(7, 37))
     fake.watches.append([event("ADDED", "a", "5"), initial_events_end("6"), burst, None])
-    turns = 0
-
-    async def turning() -> None:
-        nonlocal turns
-        while True:
-            await asyncio.sleep(0)
-            turns += 1
-
-    ticker = asyncio.create_task(turning())
     seen: list[int] = []
-    _, store = await _run(fake, turn_seconds=0)
-    store.listen(lambda snapshot, changes: seen.append(turns))
-    try:
+    async with loop_turns() as turns:
+        _, store = await _run(fake, turn_seconds=0)
+        store.listen(lambda snapshot, changes: seen.append(turns()))
         await eventually(lambda: _version(store, "a") == "36", 5)
-    finally:
-        ticker.cancel()
     changes = seen[1:]  # after the initial state
     assert len(changes) == 30
     assert all(later > earlier for earlier, later in itertools.pairwise(changes))
+
+
+async def test_a_backlog_is_applied_in_turns_growing_to_32_ms(
+    fake: FakeHypervisorAPI,
+) -> None:
+    """While the next event is there when the loop comes back, each turn is twice the
+    last, up to 32 ms: a flood is still kept up with. A clock of the test's, moved 1 ms
+    by each change applied, times the turns: the changes between two turns of the loop
+    come 1, 4, 8, 16, then 32 at most. (A turn may end early where the stream waits
+    for its next chunk: a group is never larger than its turn.)"""
+    fake.streaming = True
+    burst = b"\n".join(
+        json.dumps(event("MODIFIED", "a", str(v))).encode() for v in range(7, 7 + 300)
+    )
+    fake.watches.append([event("ADDED", "a", "5"), initial_events_end("6"), burst, None])
+    clock = Clock(0.0)
+    seen: list[int] = []
+    async with loop_turns() as turns:
+
+        def applied(snapshot: Any, changes: Any) -> None:
+            clock.now += 0.001
+            seen.append(turns())
+
+        _, store = await _run(fake, turn_seconds=0.002, clock=clock)
+        store.listen(applied)
+        await eventually(lambda: _version(store, "a") == "306", 5)
+    groups = [len(list(g)) for _, g in itertools.groupby(seen[1:])]  # after the initial state
+    assert sum(groups) == 300
+    assert groups[:4] == [1, 4, 8, 16]
+    assert max(groups) == 32
 
 
 async def test_stream_cut_before_the_initial_state_ends_is_not_committed(

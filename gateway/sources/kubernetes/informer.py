@@ -105,7 +105,7 @@ class Informer(Generic[SinkT]):
     called when the server refuses them, since they may just have expired (a
     new client certificate among them is presented from the next request on).
     ``turn_seconds``: how long watch events are applied before the loop turns (twice
-    as long each turn a backlog remains, up to 32 ms).
+    as long each turn a backlog remains, up to 32 ms), by ``clock``.
     """
 
     #: The resource as kubectl names it (plural.group), for logs and errors.
@@ -127,6 +127,7 @@ class Informer(Generic[SinkT]):
         auth_retry: float = 30.0,
         credentials: Callable[[], Awaitable[None]] | None = None,
         turn_seconds: float = TURN_SECONDS,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.status = SyncStatus(source="kubernetes")
         self._configuration = configuration
@@ -140,6 +141,7 @@ class Informer(Generic[SinkT]):
         self._auth_retry = auth_retry
         self._credentials = credentials
         self._turn_seconds = turn_seconds
+        self._clock = clock
         #: Whether the credentials were refused again after being loaded anew.
         self._refused_fresh = False
         #: Where the next watch resumes; None means a (re)list is needed.
@@ -309,7 +311,7 @@ class Informer(Generic[SinkT]):
                 if resumed is not None:
                     # The next event was there when the loop came back: the stream is
                     # behind, and its turns grow, so a flood is still kept up with.
-                    caught_up = time.perf_counter() - resumed > _AT_ONCE
+                    caught_up = self._clock() - resumed > _AT_ONCE
                     turn = self._turn_seconds if caught_up else min(2 * turn, _LONGEST_TURN)
                     turn_ends, resumed = resumed + turn, None
                 self._apply(decode(line), store)
@@ -319,9 +321,9 @@ class Informer(Generic[SinkT]):
                 # was applied in one turn of the loop, every answer and message held
                 # meanwhile (288 ms at 333 changes/s). So the loop turns once a turn
                 # is spent: one of ``turn_seconds``, longer while behind.
-                if time.perf_counter() >= turn_ends:
+                if self._clock() >= turn_ends:
                     await asyncio.sleep(0)
-                    resumed = time.perf_counter()
+                    resumed = self._clock()
         # A stream that ends at once, empty, is a failure in disguise (a proxy
         # closing connections, say); reconnecting immediately would spin.
         if events == 0 and not initial and time.monotonic() - started < 1.0:
