@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
-from gateway.sources.kubernetes.decoding import MalformedJSON, decode, decode_event, document
+from gateway.domain.parse import parse_hypervisor
+from gateway.domain.records import Hypervisor
+from gateway.sources.kubernetes.decoding import (
+    MalformedJSON,
+    decode,
+    decode_event,
+    document,
+    hypervisor,
+)
+from tests.test_parse import FULL_PATHS, JSON, full_object, replaced
 
 
 def test_decodes_as_json_does_with_integers_of_any_size() -> None:
@@ -40,3 +53,49 @@ def test_an_event_without_an_object_has_an_empty_one(line: bytes) -> None:
 def test_a_line_that_is_no_event_is_malformed(line: bytes) -> None:
     with pytest.raises(MalformedJSON, match="not a watch event"):
         decode_event(line)
+
+
+# A Hypervisor as a stream's objects reach the parser.
+
+
+def _as_json(obj: Any) -> msgspec.Raw:
+    return msgspec.Raw(json.dumps(obj).encode())
+
+
+def _read(h: Hypervisor) -> dict[str, Any]:
+    """A record's fields but how two parts were spelled, which the two ways digest apart."""
+    return {f: getattr(h, f) for f in h.__struct_fields__ if not f.endswith("_digest")}
+
+
+def test_a_hypervisor_leaves_its_largest_parts_json_and_skips_what_the_parser_never_reads() -> None:
+    obj = full_object()
+    obj["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
+    decoded = hypervisor(_as_json(obj))
+    assert bytes(decoded["spec"]["bookings"]) == json.dumps(obj["spec"]["bookings"]).encode()
+    assert bytes(decoded["status"]["instances"]) == json.dumps(obj["status"]["instances"]).encode()
+    assert "managedFields" not in decoded["metadata"]
+    assert decoded["status"]["capacity"] == obj["status"]["capacity"]
+
+
+def test_a_hypervisor_has_every_field_the_parser_reads() -> None:
+    """What the parser reads of the object that sets every field the gateway reads
+    (tests.test_parse) reads the same, whether decoded whole or as a stream's."""
+    obj = full_object()
+    assert _read(parse_hypervisor(hypervisor(_as_json(obj)))) == _read(parse_hypervisor(obj))
+
+
+@given(st.lists(st.tuples(st.sampled_from(FULL_PATHS), JSON), min_size=1, max_size=4))
+def test_a_broken_hypervisor_reads_as_it_does_decoded_whole(replacements: list[Any]) -> None:
+    """A part that is not what the CRD makes it (a spec that is a list, a null
+    metadata) is decoded whole: the parser warns about it as it always does."""
+    obj = replaced(full_object(), replacements)
+    try:
+        raw = msgspec.Raw(json.dumps(obj, allow_nan=False).encode())
+    except ValueError:
+        assume(False)  # NaN and infinities: JSON has no spelling for them
+    assert _read(parse_hypervisor(hypervisor(raw))) == _read(parse_hypervisor(obj))
+
+
+@pytest.mark.parametrize("raw", [b"null", b"[]", b'"x"', b'{"spec": 5, "metadata": null}'])
+def test_a_hypervisor_that_is_no_object_is_decoded_whole(raw: bytes) -> None:
+    assert hypervisor(msgspec.Raw(raw)) == document(msgspec.Raw(raw))

@@ -605,7 +605,7 @@ async def test_a_malformed_event_is_a_retried_failure(
     await eventually(lambda: _version(store, "a") == "7", 5)
     assert [r.get("resourceVersion") for r in fake.requests] == [None, "6"]
     [failure] = [r for r in caplog.records if "retrying" in r.getMessage()]
-    assert "MalformedJSON: not JSON" in failure.getMessage()
+    assert "MalformedJSON: not a watch event" in failure.getMessage()
     assert not [r for r in caplog.records if r.exc_info]  # no "unexpected error"
     assert informer.status.error is None
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 from hypothesis import given
@@ -24,6 +26,7 @@ from gateway.domain.records import (
     Trait,
     UpdateStatus,
 )
+from gateway.sources.kubernetes.decoding import hypervisor as streamed
 from tests.objects import (
     RELEASED_CRD,
     consumer,
@@ -627,9 +630,8 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]
 FULL_PATHS = [p for p in _paths(full_object()) if ("metadata", "name")[: len(p)] != p]
 
 
-@given(st.lists(st.tuples(st.sampled_from(FULL_PATHS), JSON), min_size=1, max_size=4))
-def test_any_field_replaced_by_any_json_never_crashes(replacements: list[Any]) -> None:
-    obj = full_object()
+def replaced(obj: Any, replacements: list[tuple[tuple[Any, ...], Any]]) -> Any:
+    """``obj`` with the value at each path (where it still is one) replaced."""
     for path, value in replacements:
         parent: Any = obj
         for key in path[:-1]:
@@ -644,7 +646,12 @@ def test_any_field_replaced_by_any_json_never_crashes(replacements: list[Any]) -
                 isinstance(parent, list) and isinstance(path[-1], int) and path[-1] < len(parent)
             ):
                 parent[path[-1]] = value
-    h = parse_hypervisor(obj)
+    return obj
+
+
+@given(st.lists(st.tuples(st.sampled_from(FULL_PATHS), JSON), min_size=1, max_size=4))
+def test_any_field_replaced_by_any_json_never_crashes(replacements: list[Any]) -> None:
+    h = parse_hypervisor(replaced(full_object(), replacements))
     assert h.name == "node-7"
     for resource in h.resources.values():
         assert (resource.booked is None) is not h.bookings_tracked
@@ -887,6 +894,19 @@ def fields(h: Hypervisor) -> dict[str, Any]:
     return {f: getattr(h, f) for f in h.__struct_fields__}
 
 
+def as_streamed(obj: dict[str, Any]) -> Any:
+    """``obj`` as a stream's objects reach the parser: its bookings and instances still
+    JSON (gateway.sources.kubernetes.decoding)."""
+    return streamed(msgspec.Raw(json.dumps(obj).encode()))
+
+
+#: Each test of versions spelled as before, with objects as a file's are read (decoded
+#: whole) and as a stream's are.
+HANDED = pytest.mark.parametrize(
+    "handed", [lambda obj: obj, as_streamed], ids=["decoded", "streamed"]
+)
+
+
 def status_patched(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` at the next version, its status written (its allocation)."""
     patched = copy.deepcopy(obj)
@@ -907,16 +927,17 @@ def with_flawed_bookings() -> dict[str, Any]:
     return obj
 
 
-def test_bookings_spelled_as_before_are_kept_and_the_record_reads_as_anew() -> None:
+@HANDED
+def test_bookings_spelled_as_before_are_kept_and_the_record_reads_as_anew(handed: Any) -> None:
     """Its bookings are the record before's, and the record is what reading the whole
     object gives, warnings in their order."""
-    before = parse(with_flawed_bookings())
+    before = parse(handed(with_flawed_bookings()))
     patched = status_patched(with_flawed_bookings())
-    after = parse_hypervisor(patched, before)
+    after = parse_hypervisor(handed(patched), before)
     assert after.bookings is before.bookings
     assert (after.instances, after.drift) == (before.instances, before.drift)
     assert after.instances is before.instances and after.drift is before.drift
-    assert fields(after) == fields(parse(patched))
+    assert fields(after) == fields(parse(handed(patched)))
     assert after.allocation == {"cpu": 21, "memory": 71 * GiB}
     assert [w.split(":")[0] for w in after.warnings] == [
         "spec.bookings[3].consumer.uuid",
@@ -948,13 +969,14 @@ def reordered(bookings: list[dict[str, Any]]) -> list[dict[str, Any]]:
         lambda bookings: "not a list",
     ],
 )
-def test_bookings_spelled_otherwise_are_read_again(rewrite: Any) -> None:
-    before = parse(full_object())
+@HANDED
+def test_bookings_spelled_otherwise_are_read_again(rewrite: Any, handed: Any) -> None:
+    before = parse(handed(full_object()))
     patched = status_patched(full_object())
     patched["spec"]["bookings"] = rewrite(patched["spec"]["bookings"])
-    after = parse_hypervisor(patched, before)
+    after = parse_hypervisor(handed(patched), before)
     assert after.bookings is not before.bookings or not after.bookings_tracked
-    assert fields(after) == fields(parse(patched))
+    assert fields(after) == fields(parse(handed(patched)))
 
 
 def reordered_instances(instances: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -976,26 +998,30 @@ def reordered_instances(instances: list[dict[str, Any]]) -> list[dict[str, Any]]
     ],
 )
 @pytest.mark.parametrize("bookings_too", [False, True])
-def test_instances_spelled_otherwise_are_read_again(rewrite: Any, bookings_too: bool) -> None:
+@HANDED
+def test_instances_spelled_otherwise_are_read_again(
+    rewrite: Any, bookings_too: bool, handed: Any
+) -> None:
     """And the drift with them, whether the bookings are kept or not."""
-    before = parse(with_flawed_bookings())
+    before = parse(handed(with_flawed_bookings()))
     patched = status_patched(with_flawed_bookings())
     patched["status"]["instances"] = rewrite(patched["status"]["instances"])
     if bookings_too:
         patched["spec"]["bookings"] = patched["spec"]["bookings"][1:]
-    after = parse_hypervisor(patched, before)
+    after = parse_hypervisor(handed(patched), before)
     assert after.instances is not before.instances
-    assert fields(after) == fields(parse(patched))
+    assert fields(after) == fields(parse(handed(patched)))
 
 
-def test_instances_kept_with_bookings_read_again_drift_anew() -> None:
-    before = parse(with_flawed_bookings())
+@HANDED
+def test_instances_kept_with_bookings_read_again_drift_anew(handed: Any) -> None:
+    before = parse(handed(with_flawed_bookings()))
     patched = status_patched(with_flawed_bookings())
     patched["spec"]["bookings"] = []
-    after = parse_hypervisor(patched, before)
+    after = parse_hypervisor(handed(patched), before)
     assert after.instances is before.instances
     assert after.drift is not None and after.drift != before.drift
-    assert fields(after) == fields(parse(patched))
+    assert fields(after) == fields(parse(handed(patched)))
 
 
 def test_bookings_json_cannot_spell_are_read_each_time() -> None:

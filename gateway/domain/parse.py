@@ -73,13 +73,13 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
     status = p.mapping(obj.get("status"), "status")
 
     # Absent means "not tracked"; so does a value that is not a list of bookings.
-    bookings_tracked = isinstance(spec.get("bookings"), list)
+    bookings_tracked = _is_list(spec.get("bookings"))
     bookings_digest = _digest(spec.get("bookings")) if bookings_tracked else None
     same_bookings = _as_before(p, previous, bookings_digest, "bookings_digest", _BOOKINGS_PATHS)
     if same_bookings is not None:
         bookings = same_bookings.bookings
     else:
-        bookings = parse_bookings(p, spec.get("bookings"), name)
+        bookings = parse_bookings(p, _decoded(spec.get("bookings")), name)
     overcommit = p.ratios(spec.get("overcommit"), "spec.overcommit")
     physical = p.amounts(status.get("capacity"), "status.capacity")
     effective = p.amounts(status.get("effectiveCapacity"), "status.effectiveCapacity")
@@ -91,7 +91,7 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
     if same_instances is not None:
         instances = same_instances.instances
     else:
-        running = _instances(p, status.get("instances"))
+        running = _instances(p, _decoded(status.get("instances")))
         instances, running_ids = Instances.pack(*running), running.ids
     ready = next((c for c in conditions if c.type == "Ready"), None)
     taint = next((c for c in conditions if c.type == "Tainted"), None)
@@ -199,16 +199,32 @@ def _digest(part: Any) -> int | None:
     """A digest of how a ``part`` of an object is spelled in JSON: the same for the same
     spelling (in one process), different otherwise but by a chance of 2**-64 (SipHash,
     keyed per process). A fraction of reading the part: a seventh for 40 bookings, a
-    quarter for 40 instances.
+    quarter for 40 instances; of a part still JSON (:func:`_decoded`), its own bytes.
 
     JSON spells some values of YAML (a date, a key 1) as it spells others (a string,
     a key "1"): only versions decoded from JSON are compared. None for a value it
     cannot spell at all (a null key).
     """
     try:
-        return hash(_encode(part))
+        return hash(bytes(part) if isinstance(part, msgspec.Raw) else _encode(part))
     except (TypeError, ValueError):
         return None
+
+
+def _decoded(part: Any) -> Any:
+    """A part as decoded JSON: the source may leave the largest ones JSON (a
+    :class:`msgspec.Raw`, gateway.sources.kubernetes.decoding) for the parser to decode
+    only where they changed. Its spelling then is the API server's own, so their digests
+    differ from those of the same parts decoded (a part is read again, once, where a
+    host's versions came both ways)."""
+    return msgspec.json.decode(part) if isinstance(part, msgspec.Raw) else part
+
+
+def _is_list(part: Any) -> bool:
+    """Whether a part is a list, or JSON that spells one."""
+    if isinstance(part, msgspec.Raw):
+        return memoryview(part)[:1].tobytes() == b"["
+    return isinstance(part, list)
 
 
 @by_spelling

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import msgspec
+
 from gateway.domain.bounded import Memos
 from gateway.domain.parse import ParseError, parse_hypervisor
 from gateway.domain.records import Hypervisor
@@ -90,10 +92,15 @@ class Batch:
 
 def _fingerprint(obj: Any) -> str:
     try:
-        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_spelled)
     except (TypeError, ValueError):
         text = repr(obj)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _spelled(value: Any) -> str:
+    """What JSON cannot spell, as a string; a part a source left JSON, as its text."""
+    return bytes(value).decode() if isinstance(value, msgspec.Raw) else str(value)
 
 
 class Store:

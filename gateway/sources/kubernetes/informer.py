@@ -39,12 +39,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, ClassVar, Generic
 
 import aiohttp
+import msgspec
 from kubernetes.aio.client import ApiClient, Configuration
 
 from gateway.domain.records import GROUP, PLURAL, VERSION
 from gateway.sources.kubernetes.backoff import Backoff
 from gateway.sources.kubernetes.credentials import client_certificate, present_current_certificate
-from gateway.sources.kubernetes.decoding import decode, decode_event, document
+from gateway.sources.kubernetes.decoding import Event, decode_event, document, hypervisor
 from gateway.sources.kubernetes.errors import (
     ApiError,
     Expired,
@@ -76,6 +77,9 @@ TURN_SECONDS = 0.002
 _LONGEST_TURN = 0.032
 #: Seconds within which an event read after a turn was already there.
 _AT_ONCE = 0.0001
+#: The events whose object is one of the resource's (the others' are a Status, or a
+#: bookmark's resourceVersion).
+_OBJECTS = ("ADDED", "MODIFIED", "DELETED")
 
 
 def collection_path(plural: str) -> str:
@@ -314,7 +318,7 @@ class Informer(Generic[SinkT]):
                     caught_up = self._clock() - resumed > _AT_ONCE
                     turn = self._turn_seconds if caught_up else min(2 * turn, _LONGEST_TURN)
                     turn_ends, resumed = resumed + turn, None
-                self._apply(decode(line), store)
+                self._apply(decode_event(line), store)
                 events += 1
                 # A chunk holds several events, and the reader hands over what it has
                 # buffered without waiting: a backlog (a slow turn, a burst of writes)
@@ -332,7 +336,7 @@ class Informer(Generic[SinkT]):
     async def _load_initial(self, stream: AsyncIterator[bytes], store: SinkT) -> None:
         """Read the initial ADDED events up to the bookmark that ends them; commit them."""
         batch: list[Any] = []
-        with parsing(store, document) as batches:
+        with parsing(store, self.read) as batches:
             # A server that ignores sendInitialEvents (older than 1.27) sends
             # nothing until something changes; a streaming one starts at once,
             # with the end bookmark if the collection is empty.
@@ -362,8 +366,9 @@ class Informer(Generic[SinkT]):
             prepared = await batches.finish()
             self._synced(store, prepared, str(obj["metadata"]["resourceVersion"]), batches.count)
 
-    def _apply(self, event: Any, store: SinkT) -> None:
-        kind, obj = event.get("type"), event.get("object") or {}
+    def _apply(self, event: Event, store: SinkT) -> None:
+        kind = event.type
+        obj = self.read(event.object) if kind in _OBJECTS else document(event.object)
         if kind == "ERROR":
             # The server reports watch failures in-band, after the 200 headers.
             # Code 410 is the compacted-resourceVersion case; everything else is
@@ -387,6 +392,11 @@ class Informer(Generic[SinkT]):
         self.status.parse_failures = len(store.rejected)
         self.status.confirm(event=kind != "BOOKMARK")
 
+    def read(self, raw: msgspec.Raw) -> Any:
+        """An object of the resource from its JSON, as its store is to parse it: a
+        stream's objects (a LIST's pages are decoded whole)."""
+        return document(raw)
+
     def _connected(self, store: SinkT) -> None:
         """The server accepted a request: whatever went wrong before is over."""
         self._refused_fresh = False
@@ -400,6 +410,9 @@ class HypervisorInformer(Informer[Store]):
 
     resource = f"{PLURAL}.{GROUP}"
     path = collection_path(PLURAL)
+
+    def read(self, raw: msgspec.Raw) -> Any:
+        return hypervisor(raw)
 
 
 def _ends_initial_events(obj: Any) -> bool:
