@@ -19,7 +19,7 @@ from gateway.sources.kubernetes.decoding import (
     document,
     hypervisor,
 )
-from tests.test_parse import FULL_PATHS, JSON, full_object, replaced
+from tests.test_parse import FULL_PATHS, JSON, as_streamed, full_object, replaced
 
 
 def test_decodes_as_json_does_with_integers_of_any_size() -> None:
@@ -58,10 +58,6 @@ def test_a_line_that_is_no_event_is_malformed(line: bytes) -> None:
 # A Hypervisor as a stream's objects reach the parser.
 
 
-def _as_json(obj: Any) -> msgspec.Raw:
-    return msgspec.Raw(json.dumps(obj).encode())
-
-
 def _read(h: Hypervisor) -> dict[str, Any]:
     """A record's fields but how two parts were spelled, which the two ways digest apart."""
     return {f: getattr(h, f) for f in h.__struct_fields__ if not f.endswith("_digest")}
@@ -70,7 +66,7 @@ def _read(h: Hypervisor) -> dict[str, Any]:
 def test_a_hypervisor_leaves_its_largest_parts_json_and_skips_what_the_parser_never_reads() -> None:
     obj = full_object()
     obj["metadata"]["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
-    decoded = hypervisor(_as_json(obj))
+    decoded = as_streamed(obj)
     assert bytes(decoded["spec"]["bookings"]) == json.dumps(obj["spec"]["bookings"]).encode()
     assert bytes(decoded["status"]["instances"]) == json.dumps(obj["status"]["instances"]).encode()
     assert "managedFields" not in decoded["metadata"]
@@ -81,13 +77,13 @@ def test_a_hypervisor_has_every_field_the_parser_reads() -> None:
     """What the parser reads of the object that sets every field the gateway reads
     (tests.test_parse) reads the same, whether decoded whole or as a stream's."""
     obj = full_object()
-    assert _read(parse_hypervisor(hypervisor(_as_json(obj)))) == _read(parse_hypervisor(obj))
+    assert _read(parse_hypervisor(as_streamed(obj))) == _read(parse_hypervisor(obj))
 
 
 @given(st.lists(st.tuples(st.sampled_from(FULL_PATHS), JSON), min_size=1, max_size=4))
 def test_a_broken_hypervisor_reads_as_it_does_decoded_whole(replacements: list[Any]) -> None:
-    """A part that is not what the CRD makes it (a spec that is a list, a null
-    metadata) is decoded whole: the parser warns about it as it always does."""
+    """A part that is not what the CRD makes it (a spec that is a list, a status that
+    is a number) is decoded whole: the parser warns about it as it always does."""
     obj = replaced(full_object(), replacements)
     try:
         raw = msgspec.Raw(json.dumps(obj, allow_nan=False).encode())
