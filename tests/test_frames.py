@@ -24,6 +24,7 @@ from gateway.http.frames import (
     CoalescingTransport,
     CoalescingWebSocketProtocol,
     SmallUncompressed,
+    text_frame,
 )
 from gateway.http.server import config
 from gateway.store.store import Store
@@ -131,10 +132,12 @@ def test_the_server_speaks_websocket_through_it() -> None:
 
 @contextlib.asynccontextmanager
 async def subscribed(
-    hosts: list[dict[str, Any]], **options: Any
+    hosts: list[dict[str, Any]],
+    fields: str = "name resourceVersion",
+    **options: Any,
 ) -> AsyncIterator[tuple[websockets.ClientConnection, Store]]:
-    """A client of the real server, subscribed to every host's changes (``options``:
-    websockets.connect's)."""
+    """A client of the real server, subscribed to these ``fields`` of every host's
+    changes (``options``: websockets.connect's)."""
     protocols = [websockets.Subprotocol("graphql-transport-ws")]
     async with (
         run_server(hosts) as (address, store),
@@ -142,7 +145,7 @@ async def subscribed(
     ):
         await ws.send(json.dumps({"type": "connection_init"}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
-        query = "subscription { hypervisorChanged { hypervisor { name resourceVersion } } }"
+        query = f"subscription {{ hypervisorChanged {{ hypervisor {{ {fields} }} }} }}"
         await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query}}))
         await listening(address)
         yield ws, store
@@ -260,3 +263,26 @@ async def test_a_client_offering_compression_gets_small_messages_plain() -> None
     assert len(json.loads(answer)["payload"]["data"]["hypervisors"]["nodes"]) == 30
     assert len(answer) >= COMPRESS_FROM
     assert recording.compressed == [False, False, True, False]  # ack, change, answer, complete
+
+
+@pytest.mark.parametrize("length", [0, 125, 126, 65535, 65536])
+def test_a_text_frame_is_the_one_websockets_makes(length: int) -> None:
+    data = b"x" * length
+    assert text_frame(data) == Frame(Opcode.TEXT, data).serialize(mask=False)
+
+
+async def test_a_broadcasts_large_message_still_goes_compressed() -> None:
+    """Messages are framed past websockets only where they go plain: a change of
+    COMPRESS_FROM bytes or more is compressed, and the client reads it whole."""
+    labels = {f"example.com/label-{n}": "x" * 20 for n in range(40)}
+    recording = Recording()
+    host = hypervisor("node-0", resource_version="1")
+    options = {"compression": None, "extensions": [recording]}
+    async with subscribed([host], "labels { key value }", **options) as (ws, store):
+        store.upsert(hypervisor("node-0", resource_version="2", labels=labels))
+        store.upsert(hypervisor("node-0", resource_version="3"))
+        large, small = [await ws.recv() for _ in range(2)]
+    assert len(small) < COMPRESS_FROM <= len(large)
+    changed = json.loads(large)["payload"]["data"]["hypervisorChanged"]["hypervisor"]
+    assert {label["key"] for label in changed["labels"]} >= set(labels)
+    assert recording.compressed == [False, True, False]  # ack, the large change, the small

@@ -24,6 +24,13 @@ connection's scope (:data:`WRITE_TEXT`), to write a message's text at once, as
 ``send`` would; the broadcast writes each subscriber's frame with it, and queues
 it only while the connection's writes are paused.
 
+Framed here: a message that goes plain (below :data:`COMPRESS_FROM`, or to a client
+that did not ask for compression) on an open connection is a text frame's two to ten
+bytes of header before the text (:func:`text_frame`), written without websockets'
+frame objects, extension hooks and buffer. At 20,000 hosts and 333 changes a second
+the 6,660 frames a second took 53 ms of a core in ``write_text`` through websockets
+(8 µs a frame), 28 ms so (py-spy, 40 s at 200 Hz under ``bench.ceiling``).
+
 Compressed only when it pays: browsers and most clients offer permessage-deflate,
 and each connection then has a compressor of its own, so the same message sent to
 twenty subscribers is compressed twenty times. For a message of a few hundred
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import struct
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -47,6 +55,7 @@ from websockets.extensions.base import Extension, ServerExtensionFactory
 from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request
+from websockets.protocol import State
 from websockets.typing import ExtensionParameter
 
 __all__ = [
@@ -56,6 +65,7 @@ __all__ = [
     "CoalescingTransport",
     "CoalescingWebSocketProtocol",
     "SmallUncompressed",
+    "text_frame",
 ]
 
 #: Seconds a connection's first unsent frame waits for others to go with it.
@@ -65,6 +75,8 @@ COMPRESS_FROM = 512
 #: The scope extension by which a connection offers, as its ``write``, to write a
 #: message's text at once (:meth:`CoalescingWebSocketProtocol.write_text`).
 WRITE_TEXT = "gateway.websocket.write_text"
+#: A text frame's first byte: FIN and the text opcode.
+_FIN_TEXT = 0x80 | Opcode.TEXT
 
 
 class CoalescingTransport:
@@ -176,7 +188,35 @@ class CoalescingWebSocketProtocol(WebSocketsSansIOProtocol):
         if not self.writable.is_set():
             return False
         if not (self.close_sent or self.disconnected or self.transport.is_closing()):
-            with contextlib.suppress(InvalidState):
-                self.conn.send_text(text.encode())
-                self.transport.write(b"".join(self.conn.data_to_send()))
+            data = text.encode()
+            if self._plain(len(data)):
+                self.transport.write(text_frame(data))
+            else:
+                with contextlib.suppress(InvalidState):
+                    self.conn.send_text(data)
+                    self.transport.write(b"".join(self.conn.data_to_send()))
         return True
+
+    def _plain(self, length: int) -> bool:
+        """Whether a message of ``length`` bytes goes as it is, between whole messages
+        of an open connection: then it is framed here (:func:`text_frame`)."""
+        conn = self.conn
+        return (
+            conn.state is State.OPEN
+            and not conn.expect_continuation_frame
+            and all(
+                isinstance(e, SmallUncompressed) and length < e.compress_from
+                for e in conn.extensions
+            )
+        )
+
+
+def text_frame(data: bytes) -> bytes:
+    """A whole text message as a server frames it (RFC 6455, 5.2): final, no
+    extension's bits, unmasked, its length in 7, 16 or 64 bits."""
+    length = len(data)
+    if length < 126:
+        return bytes((_FIN_TEXT, length)) + data
+    if length < 65536:
+        return struct.pack("!BBH", _FIN_TEXT, 126, length) + data
+    return struct.pack("!BBQ", _FIN_TEXT, 127, length) + data
