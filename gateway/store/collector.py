@@ -19,6 +19,9 @@ from gateway.store import heap
 
 __all__ = ["Spacing", "collector_paused", "settle"]
 
+#: The collector's generations: a collection of the oldest is a whole one.
+_YOUNGER, _OLDEST = 1, 2
+
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
@@ -34,8 +37,8 @@ def collector_paused() -> Iterator[None]:
 
 def settle(*, thorough: bool = True) -> None:
     """Take everything alive now out of the cyclic collector's reach (``gc.freeze``),
-    after collecting the garbage there is: all of it if ``thorough``, else only what
-    was made since the last settle.
+    after collecting the garbage there is: all of it if ``thorough``, else what the
+    younger generations hold (most of what was made since the last settle).
 
     A gateway holds hundreds of thousands of long-lived tracked objects (its views,
     the capacity series, the schema): left in the oldest generation, each of its
@@ -49,7 +52,13 @@ def settle(*, thorough: bool = True) -> None:
     the frozen objects back to the collector first (``gc.unfreeze``): a cycle frozen
     at one settle lives until the next thorough one. That collection walks the
     whole heap, 0.49 s at 20,000 demo hosts (300,000 tracked objects, on a busy
-    machine); one that is not thorough walks only what is new. The store settles
+    machine). One that is not thorough collects the two younger generations only,
+    and freezes what reached the oldest since the last settle as it is (a cycle
+    there too lives until the next thorough one): a whole collection also empties
+    the interpreter's free lists of tuples, floats, lists and dicts, some 40,000
+    blocks handed back to malloc and asked for again, 2 ms however little is new
+    (at 20,000 hosts and 333 changes a second, the 1,300 objects new at each settle
+    took 1.9 ms: 4-6% of the gateway's CPU). The store settles
     every 25 changes, thoroughly once per its fleet's size in changes (at least
     1,000) and no sooner than a thousand times the last thorough pause.
 
@@ -59,7 +68,7 @@ def settle(*, thorough: bool = True) -> None:
     """
     if thorough:
         gc.unfreeze()
-    gc.collect()
+    gc.collect(_OLDEST if thorough else _YOUNGER)
     gc.freeze()
     heap.trim()
 
