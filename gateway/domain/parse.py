@@ -10,9 +10,8 @@ cannot be represented, and raises :class:`ParseError`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, NamedTuple
-
-import msgspec
 
 from gateway.domain import capacity
 from gateway.domain.bookings import parse_bookings, total_resources
@@ -36,6 +35,7 @@ from gateway.domain.records import (
     ReservationBooking,
     Trait,
 )
+from gateway.domain.spellings import Parts, decoded, is_list
 
 __all__ = ["ParseError", "opened", "parse_conditions", "parse_hypervisor"]
 
@@ -60,51 +60,58 @@ def opened(obj: Any) -> tuple[Reader, Mapping[str, Any], str]:
 def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor:
     """Build the immutable record for one object version. Raises :class:`ParseError`.
 
-    ``previous``: the record of the version before, both decoded from JSON. Where its
-    ``spec.bookings`` or ``status.instances`` were spelled the same, they are taken as
-    they are: at a status patch a host a minute (333 a second in a region of 20,000),
-    reading the bookings again was half of each parse, and the instances a quarter of
-    the rest.
+    ``previous``: the record of the version before, both decoded from JSON. The parts
+    spelled as there are taken as they are (gateway.domain.spellings): at a status
+    patch a host a minute (333 a second in a region of 20,000), everything but the
+    allocation and the instance count.
     """
     p, meta, name = opened(obj)
-    labels = p.string_map(meta.get("labels"), "metadata.labels")
     spec = p.mapping(obj.get("spec"), "spec")
     has_status = isinstance(obj.get("status"), Mapping)
     status = p.mapping(obj.get("status"), "status")
+    spelled = _PARTS.read({"metadata": meta, "spec": spec, "status": status}, p.warnings, previous)
+    labels = spelled.read("labels", partial(p.string_map, path="metadata.labels"))
 
     # Absent means "not tracked"; so does a value that is not a list of bookings.
-    bookings_tracked = _is_list(spec.get("bookings"))
-    bookings_digest = _digest(spec.get("bookings")) if bookings_tracked else None
-    same_bookings = _as_before(p, previous, bookings_digest, "bookings_digest", _BOOKINGS_PATHS)
+    bookings_tracked = is_list(spec.get("bookings"))
+    same_bookings = spelled.kept("bookings")
     if same_bookings is not None:
         bookings = same_bookings.bookings
     else:
-        bookings = parse_bookings(p, _decoded(spec.get("bookings")), name)
-    overcommit = p.ratios(spec.get("overcommit"), "spec.overcommit")
-    physical = p.amounts(status.get("capacity"), "status.capacity")
-    effective = p.amounts(status.get("effectiveCapacity"), "status.effectiveCapacity")
-    allocation = p.amounts(status.get("allocation"), "status.allocation")
-    conditions = parse_conditions(p, status.get("conditions"))
-    instances_digest = _digest(status.get("instances"))
-    same_instances = _as_before(p, previous, instances_digest, "instances_digest", _INSTANCES_PATHS)
+        bookings = parse_bookings(p, decoded(spec.get("bookings")), name)
+    overcommit = spelled.read("overcommit", partial(p.ratios, path="spec.overcommit"))
+    physical = spelled.read("capacity", partial(p.amounts, path="status.capacity"))
+    effective = spelled.read(
+        "effective_capacity", partial(p.amounts, path="status.effectiveCapacity")
+    )
+    allocation = spelled.read("allocation", partial(p.amounts, path="status.allocation"))
+    conditions = spelled.read("conditions", partial(parse_conditions, p))
+    same_instances = spelled.kept("instances")
     running_ids: list[str] | None = None
     if same_instances is not None:
         instances = same_instances.instances
     else:
-        running = _instances(p, _decoded(status.get("instances")))
+        running = _instances(p, decoded(status.get("instances")))
         instances, running_ids = Instances.pack(*running), running.ids
     ready = next((c for c in conditions if c.type == "Ready"), None)
     taint = next((c for c in conditions if c.type == "Tainted"), None)
-    traits, aggregates = _memberships(
-        p,
-        (
+    same_memberships = spelled.kept("memberships")
+    if same_memberships is not None:
+        traits, aggregates = same_memberships.traits, same_memberships.aggregates
+    else:
+        places = (
             spec.get("groups"),
             spec.get("customTraits"),
             spec.get("aggregates"),
             status.get("traits"),
             status.get("aggregates"),
-        ),
-    )
+        )
+        traits, aggregates = _memberships(p, tuple(decoded(place) for place in places))
+    cells = spelled.read("cells", partial(_cells, p))
+    operating_system = spelled.read("operating_system", partial(_operating_system, p))
+    host_capabilities = spelled.read("capabilities", partial(capabilities, p))
+    host_domain = spelled.read("domain_capabilities", partial(domain_capabilities, p))
+    host_update = spelled.read("update_status", partial(update_status, p))
 
     resources = capacity.compute_resources(
         tracked=bookings_tracked,
@@ -143,7 +150,6 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
         overcommit=overcommit,
         bookings_tracked=bookings_tracked,
         bookings=bookings,
-        bookings_digest=bookings_digest,
         has_status=has_status,
         ready=ready is not None and ready.status == "True",
         ready_reason=ready.reason if ready else None,
@@ -151,80 +157,59 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
         capacity=physical,
         effective_capacity=effective,
         allocation=allocation,
-        cells=_cells(p, status.get("cells")),
+        cells=cells,
         instances=instances,
-        instances_digest=instances_digest,
         num_instances=p.integer(status.get("numInstances"), "status.numInstances"),
         hypervisor_id=p.string(status.get("hypervisorId"), "status.hypervisorId"),
         service_id=p.string(status.get("serviceId"), "status.serviceId"),
         internal_ip=p.string(status.get("internalIp"), "status.internalIp"),
         hypervisor_version=p.shared(status.get("hypervisorVersion"), "status.hypervisorVersion"),
         libvirt_version=p.shared(status.get("libVirtVersion"), "status.libVirtVersion"),
-        operating_system=_operating_system(p, status.get("operatingSystem")),
+        operating_system=operating_system,
         resources=resources,
         drift=drift,
         evicted=p.boolean(status.get("evicted"), "status.evicted"),
-        capabilities=capabilities(p, status.get("capabilities")),
-        domain_capabilities=domain_capabilities(p, status.get("domainCapabilities")),
-        update_status=update_status(p, status.get("updateStatus")),
+        capabilities=host_capabilities,
+        domain_capabilities=host_domain,
+        update_status=host_update,
         taint=taint.message if taint else None,
         tainted={"True": True, "False": False}.get(taint.status) if taint else None,
         target_version=p.string(spec.get("version"), "spec.version"),
         skip_tests=p.boolean(spec.get("skipTests"), "spec.skipTests"),
         spec_hash=p.string(status.get("specHash"), "status.specHash"),
+        spellings=spelled.packed(),
         warnings=tuple(p.warnings),
     )
 
 
-_encode = msgspec.json.Encoder().encode
-#: How the warnings about spec.bookings begin (gateway.domain.bookings).
-_BOOKINGS_PATHS = ("spec.bookings:", "spec.bookings[")
-#: How the warnings about status.instances begin.
-_INSTANCES_PATHS = ("status.instances:", "status.instances[")
-
-
-def _as_before(
-    p: Reader, previous: Hypervisor | None, digest: int | None, field: str, paths: tuple[str, ...]
-) -> Hypervisor | None:
-    """``previous``, where a part is spelled as it was there (its digest then in
-    ``field``): what was read of it then stands, and its warnings are carried over, in
-    their place among the others. None where the part must be read."""
-    if previous is None or digest is None or digest != getattr(previous, field):
-        return None
-    p.warnings += [w for w in previous.warnings if w.startswith(paths)]
-    return previous
-
-
-def _digest(part: Any) -> int | None:
-    """A digest of how a ``part`` of an object is spelled in JSON: the same for the same
-    spelling (in one process), different otherwise but by a chance of 2**-64 (SipHash,
-    keyed per process). A fraction of reading the part: a seventh for 40 bookings, a
-    quarter for 40 instances; of a part still JSON (:func:`_decoded`), its own bytes.
-
-    JSON spells some values of YAML (a date, a key 1) as it spells others (a string,
-    a key "1"): only versions decoded from JSON are compared. None for a value it
-    cannot spell at all (a null key).
-    """
-    try:
-        return hash(bytes(part) if isinstance(part, msgspec.Raw) else _encode(part))
-    except (TypeError, ValueError):
-        return None
-
-
-def _decoded(part: Any) -> Any:
-    """A part as decoded JSON: the source may leave the largest ones JSON (a
-    :class:`msgspec.Raw`, gateway.sources.kubernetes.decoding) for the parser to decode
-    only where they changed. Its spelling then is the API server's own, so their digests
-    differ from those of the same parts decoded (a part is read again, once, where a
-    host's versions came both ways)."""
-    return msgspec.json.decode(part) if isinstance(part, msgspec.Raw) else part
-
-
-def _is_list(part: Any) -> bool:
-    """Whether a part is a list, or JSON that spells one."""
-    if isinstance(part, msgspec.Raw):
-        return memoryview(part)[:1].tobytes() == b"["
-    return isinstance(part, list)
+#: The parts of a Hypervisor read as wholes, each taken from the record of the version
+#: before where spelled as there (gateway.domain.spellings): by the record's field it
+#: makes, its places. Their digests are the record's ``spellings``, in this order.
+_PARTS = Parts(
+    {
+        "labels": ("metadata.labels",),
+        "bookings": ("spec.bookings",),
+        "overcommit": ("spec.overcommit",),
+        "capacity": ("status.capacity",),
+        "effective_capacity": ("status.effectiveCapacity",),
+        "allocation": ("status.allocation",),
+        "conditions": ("status.conditions",),
+        "instances": ("status.instances",),
+        # Traits and aggregates, read together (_memberships).
+        "memberships": (
+            "spec.groups",
+            "spec.customTraits",
+            "spec.aggregates",
+            "status.traits",
+            "status.aggregates",
+        ),
+        "cells": ("status.cells",),
+        "operating_system": ("status.operatingSystem",),
+        "capabilities": ("status.capabilities",),
+        "domain_capabilities": ("status.domainCapabilities",),
+        "update_status": ("status.updateStatus",),
+    }
+)
 
 
 @by_spelling

@@ -344,9 +344,6 @@ class Hypervisor(Record, frozen=True, eq=False, gc=True, weakref=True):
     overcommit: Amounts
     bookings_tracked: bool
     bookings: tuple[Booking, ...]
-    #: How spec.bookings were spelled (gateway.domain.parse): the next version spelling
-    #: them the same takes ``bookings`` as they are.
-    bookings_digest: int | None
     # status
     has_status: bool
     ready: bool
@@ -357,8 +354,6 @@ class Hypervisor(Record, frozen=True, eq=False, gc=True, weakref=True):
     allocation: Amounts
     cells: tuple[Cell, ...]
     instances: Instances
-    #: How status.instances were spelled, as ``bookings_digest`` for the bookings.
-    instances_digest: int | None
     num_instances: int | None
     hypervisor_id: str | None
     service_id: str | None
@@ -382,6 +377,9 @@ class Hypervisor(Record, frozen=True, eq=False, gc=True, weakref=True):
     target_version: str | None
     skip_tests: bool | None
     spec_hash: str | None
+    #: How its parts were spelled (gateway.domain.spellings): a version spelling one the
+    #: same takes what was read of it from this record. 8 bytes a part.
+    spellings: bytes
 
     @property
     def consumers(self) -> tuple[ConsumerBooking, ...]:

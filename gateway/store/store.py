@@ -263,7 +263,8 @@ class Store:
         elif previous is not None and previous.resource_version == version:
             return previous
         try:
-            # Files are YAML: its spelling in JSON is not the whole story (parse._digest).
+            # Files are YAML: its spelling in JSON is not the whole story
+            # (gateway.domain.spellings).
             return parse_hypervisor(obj, previous if versioned else None)
         except ParseError as error:
             key = name if isinstance(name, str) and name else where

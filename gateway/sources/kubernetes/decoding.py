@@ -8,12 +8,12 @@ beyond 64 bits). A watch event is read in two steps: its envelope as it
 arrives, its object (checked as JSON, but still a slice of the line) where it
 is parsed, so that a batch waiting for the parser is no larger than its JSON.
 
-A Hypervisor is decoded as it is parsed (:func:`hypervisor`): its two largest
-parts, ``spec.bookings`` and ``status.instances`` (two thirds of a 40-booking
-host's JSON), stay JSON, which the parser decodes only where they are not
-spelled as in the version before, and ``metadata.managedFields``, which the
-parser never reads, is skipped. A status patch (most of a region's changes)
-then decodes a third of its host.
+A Hypervisor is decoded as it is parsed (:func:`hypervisor`): the parts the
+parser reads as wholes (gateway.domain.spellings), its bookings and instances
+(two thirds of a 40-booking host's JSON) among them, stay JSON, which the parser
+decodes only where they are not spelled as in the version before, and
+``metadata.managedFields``, which the parser never reads, is skipped. A status
+patch (most of a region's changes) then decodes the few values it wrote.
 """
 
 from __future__ import annotations
@@ -68,16 +68,16 @@ class _Metadata(msgspec.Struct, rename="camel"):
     resource_version: Any = UNSET
     generation: Any = UNSET
     creation_timestamp: Any = UNSET
-    labels: Any = UNSET
+    labels: Raw | UnsetType = UNSET
     annotations: Any = UNSET
 
 
 class _Spec(msgspec.Struct, rename="camel"):
     bookings: Raw | UnsetType = UNSET
-    overcommit: Any = UNSET
-    groups: Any = UNSET
-    custom_traits: Any = UNSET
-    aggregates: Any = UNSET
+    overcommit: Raw | UnsetType = UNSET
+    groups: Raw | UnsetType = UNSET
+    custom_traits: Raw | UnsetType = UNSET
+    aggregates: Raw | UnsetType = UNSET
     maintenance: Any = UNSET
     maintenance_reason: Any = UNSET
     lifecycle_enabled: Any = UNSET
@@ -89,24 +89,24 @@ class _Spec(msgspec.Struct, rename="camel"):
 
 class _Status(msgspec.Struct, rename="camel"):
     instances: Raw | UnsetType = UNSET
-    capacity: Any = UNSET
-    effective_capacity: Any = UNSET
-    allocation: Any = UNSET
-    conditions: Any = UNSET
-    traits: Any = UNSET
-    aggregates: Any = UNSET
-    cells: Any = UNSET
+    capacity: Raw | UnsetType = UNSET
+    effective_capacity: Raw | UnsetType = UNSET
+    allocation: Raw | UnsetType = UNSET
+    conditions: Raw | UnsetType = UNSET
+    traits: Raw | UnsetType = UNSET
+    aggregates: Raw | UnsetType = UNSET
+    cells: Raw | UnsetType = UNSET
     num_instances: Any = UNSET
     hypervisor_id: Any = UNSET
     service_id: Any = UNSET
     internal_ip: Any = UNSET
     hypervisor_version: Any = UNSET
     lib_virt_version: Any = UNSET
-    operating_system: Any = UNSET
+    operating_system: Raw | UnsetType = UNSET
     evicted: Any = UNSET
-    capabilities: Any = UNSET
-    domain_capabilities: Any = UNSET
-    update_status: Any = UNSET
+    capabilities: Raw | UnsetType = UNSET
+    domain_capabilities: Raw | UnsetType = UNSET
+    update_status: Raw | UnsetType = UNSET
     spec_hash: Any = UNSET
 
 
@@ -123,8 +123,8 @@ _HYPERVISORS = msgspec.json.Decoder(_Hypervisor)
 
 def hypervisor(raw: Raw) -> Any:
     """A Hypervisor object's JSON as gateway.domain.parse reads it: what it reads, as
-    :func:`document` decodes it, but ``spec.bookings`` and ``status.instances`` left
-    as JSON (a :class:`msgspec.Raw`). An object whose parts are not what the CRD makes
+    :func:`document` decodes it, but the parts it reads as wholes left as JSON (a
+    :class:`msgspec.Raw`). An object whose parts are not what the CRD makes
     them (a ``spec`` that is no object, say) is decoded whole, for the parser to warn
     about: those are rare, and JSON all the same.
     """
