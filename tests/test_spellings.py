@@ -98,6 +98,11 @@ def test_a_part_still_json_is_digested_by_its_own_bytes_and_read_decoded() -> No
     assert decoded([1]) == [1]
 
 
+def test_a_parts_values_are_its_places_in_order_decoded() -> None:
+    spelled = PARTS.read(sections(None, msgspec.Raw(b'["a"]'), ["b"]), [], None)
+    assert spelled.values("memberships") == (["a"], ["b"])
+
+
 @pytest.mark.parametrize(
     ("part", "listed"),
     [

@@ -35,7 +35,7 @@ from gateway.domain.records import (
     ReservationBooking,
     Trait,
 )
-from gateway.domain.spellings import Parts, decoded, is_list
+from gateway.domain.spellings import Parts, is_list
 
 __all__ = ["ParseError", "opened", "parse_conditions", "parse_hypervisor"]
 
@@ -78,7 +78,8 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
     if same_bookings is not None:
         bookings = same_bookings.bookings
     else:
-        bookings = parse_bookings(p, decoded(spec.get("bookings")), name)
+        (value,) = spelled.values("bookings")
+        bookings = parse_bookings(p, value, name)
     overcommit = spelled.read("overcommit", partial(p.ratios, path="spec.overcommit"))
     physical = spelled.read("capacity", partial(p.amounts, path="status.capacity"))
     effective = spelled.read(
@@ -91,7 +92,8 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
     if same_instances is not None:
         instances = same_instances.instances
     else:
-        running = _instances(p, decoded(status.get("instances")))
+        (value,) = spelled.values("instances")
+        running = _instances(p, value)
         instances, running_ids = Instances.pack(*running), running.ids
     ready = next((c for c in conditions if c.type == "Ready"), None)
     taint = next((c for c in conditions if c.type == "Tainted"), None)
@@ -99,14 +101,7 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
     if same_memberships is not None:
         traits, aggregates = same_memberships.traits, same_memberships.aggregates
     else:
-        places = (
-            spec.get("groups"),
-            spec.get("customTraits"),
-            spec.get("aggregates"),
-            status.get("traits"),
-            status.get("aggregates"),
-        )
-        traits, aggregates = _memberships(p, tuple(decoded(place) for place in places))
+        traits, aggregates = _memberships(p, spelled.values("memberships"))
     cells = spelled.read("cells", partial(_cells, p))
     operating_system = spelled.read("operating_system", partial(_operating_system, p))
     host_capabilities = spelled.read("capabilities", partial(capabilities, p))
@@ -195,7 +190,7 @@ _PARTS = Parts(
         "allocation": ("status.allocation",),
         "conditions": ("status.conditions",),
         "instances": ("status.instances",),
-        # Traits and aggregates, read together (_memberships).
+        # Traits and aggregates, read together (_memberships), in this order.
         "memberships": (
             "spec.groups",
             "spec.customTraits",
@@ -214,7 +209,7 @@ _PARTS = Parts(
 
 @by_spelling
 def _memberships(
-    p: Reader, places: tuple[Any, Any, Any, Any, Any]
+    p: Reader, places: tuple[Any, ...]
 ) -> tuple[tuple[Trait, ...], tuple[Aggregate, ...]]:
     """Traits and aggregates from all five places, each tagged with its source.
 

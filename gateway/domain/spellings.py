@@ -80,8 +80,8 @@ class Parts:
 
 class Spellings:
     """Which parts of one version are spelled as in the version before (:meth:`kept`),
-    what is read of them (:meth:`read`), and the digests of all of them, for its record
-    (:meth:`packed`)."""
+    what is read of them (:meth:`read`, :meth:`values`), and the digests of all of
+    them, for its record (:meth:`packed`)."""
 
     __slots__ = ("_before", "_digests", "_parts", "_previous", "_sections", "_warnings")
 
@@ -124,8 +124,13 @@ class Spellings:
         kept = self.kept(name)
         if kept is not None:
             return getattr(kept, name)  # type: ignore[no-any-return]
-        ((section, key),) = self._parts.places[self._parts.index(name)]
-        return reader(decoded(self._sections[section].get(key)))
+        (value,) = self.values(name)
+        return reader(value)
+
+    def values(self, name: str) -> tuple[Any, ...]:
+        """The values of the part ``name``'s places, decoded, to be read."""
+        places = self._parts.places[self._parts.index(name)]
+        return tuple(decoded(self._sections[section].get(key)) for section, key in places)
 
     def packed(self) -> bytes:
         """The digests of every part, as the record keeps them (8 bytes each)."""
