@@ -286,3 +286,14 @@ async def test_a_broadcasts_large_message_still_goes_compressed() -> None:
     changed = json.loads(large)["payload"]["data"]["hypervisorChanged"]["hypervisor"]
     assert {label["key"] for label in changed["labels"]} >= set(labels)
     assert recording.compressed == [False, True, False]  # ack, the large change, the small
+
+
+async def test_a_client_without_compression_gets_a_large_change_plain_and_whole() -> None:
+    labels = {f"example.com/label-{n}": "x" * 20 for n in range(40)}
+    host = hypervisor("node-0", resource_version="1")
+    async with subscribed([host], "labels { key value }", compression=None) as (ws, store):
+        store.upsert(hypervisor("node-0", resource_version="2", labels=labels))
+        large = await ws.recv()
+    assert len(large) >= COMPRESS_FROM
+    changed = json.loads(large)["payload"]["data"]["hypervisorChanged"]["hypervisor"]
+    assert {label["key"] for label in changed["labels"]} >= set(labels)

@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import math
 import struct
 from collections.abc import Sequence
 from typing import Any, cast
@@ -102,6 +104,9 @@ class CoalescingTransport:
         if not self._pending:
             self._loop.call_later(self.flush_after, self._flush)
         self._pending.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()  # asked before every frame: not by __getattr__
 
     def close(self) -> None:
         """Close after what was written (the close frame among it) is sent."""
@@ -202,13 +207,22 @@ class CoalescingWebSocketProtocol(WebSocketsSansIOProtocol):
         of an open connection: then it is framed here (:func:`text_frame`)."""
         conn = self.conn
         return (
-            conn.state is State.OPEN
+            length < self._plain_below
+            and conn.state is State.OPEN
             and not conn.expect_continuation_frame
-            and all(
-                isinstance(e, SmallUncompressed) and length < e.compress_from
-                for e in conn.extensions
-            )
         )
+
+    @functools.cached_property
+    def _plain_below(self) -> float:
+        """The length from which a message goes through the negotiated extension: none
+        without one, :data:`COMPRESS_FROM` with permessage-deflate, every message with
+        another. Known once the handshake is done, as it is when the app writes."""
+        extensions = self.conn.extensions
+        if not extensions:
+            return math.inf
+        if len(extensions) == 1 and isinstance(extensions[0], SmallUncompressed):
+            return extensions[0].compress_from
+        return 0
 
 
 def text_frame(data: bytes) -> bytes:
