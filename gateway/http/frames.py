@@ -207,16 +207,16 @@ class CoalescingWebSocketProtocol(WebSocketsSansIOProtocol):
         of an open connection: then it is framed here (:func:`text_frame`)."""
         conn = self.conn
         return (
-            length < self._plain_below
-            and conn.state is State.OPEN
+            conn.state is State.OPEN  # first: the extensions are known once it is open
+            and length < self._plain_below
             and not conn.expect_continuation_frame
         )
 
     @functools.cached_property
     def _plain_below(self) -> float:
-        """The length from which a message goes through the negotiated extension: none
-        without one, :data:`COMPRESS_FROM` with permessage-deflate, every message with
-        another. Known once the handshake is done, as it is when the app writes."""
+        """The length from which a message goes through websockets and the extension
+        negotiated: never without one, from :data:`COMPRESS_FROM` with
+        permessage-deflate, always with another."""
         extensions = self.conn.extensions
         if not extensions:
             return math.inf
