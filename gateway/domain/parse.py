@@ -37,7 +37,7 @@ from gateway.domain.records import (
 )
 from gateway.domain.spellings import Parts, is_list
 
-__all__ = ["ParseError", "opened", "parse_conditions", "parse_hypervisor"]
+__all__ = ["PARTS", "ParseError", "opened", "parse_conditions", "parse_hypervisor"]
 
 
 class ParseError(ValueError):
@@ -69,7 +69,7 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
     spec = p.mapping(obj.get("spec"), "spec")
     has_status = isinstance(obj.get("status"), Mapping)
     status = p.mapping(obj.get("status"), "status")
-    spelled = _PARTS.read({"metadata": meta, "spec": spec, "status": status}, p.warnings, previous)
+    spelled = PARTS.read({"metadata": meta, "spec": spec, "status": status}, p.warnings, previous)
     labels = spelled.read("labels", partial(p.string_map, path="metadata.labels"))
 
     # Absent means "not tracked"; so does a value that is not a list of bookings.
@@ -179,8 +179,9 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
 
 #: The parts of a Hypervisor read as wholes, each taken from the record of the version
 #: before where spelled as there (gateway.domain.spellings): by the record's field it
-#: makes, its places. Their digests are the record's ``spellings``, in this order.
-_PARTS = Parts(
+#: makes, its places. Their digests are the record's ``spellings``, in this order; a
+#: stream's decoder leaves their places JSON (gateway.sources.kubernetes.decoding).
+PARTS = Parts(
     {
         "labels": ("metadata.labels",),
         "bookings": ("spec.bookings",),

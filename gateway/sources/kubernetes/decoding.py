@@ -8,10 +8,10 @@ beyond 64 bits). A watch event is read in two steps: its envelope as it
 arrives, its object (checked as JSON, but still a slice of the line) where it
 is parsed, so that a batch waiting for the parser is no larger than its JSON.
 
-A Hypervisor is decoded as it is parsed (:func:`hypervisor`): the parts the
-parser reads as wholes (gateway.domain.spellings), its bookings and instances
-(two thirds of a 40-booking host's JSON) among them, stay JSON, which the parser
-decodes only where they are not spelled as in the version before, and
+A Hypervisor is decoded as it is parsed (:func:`hypervisor`): the places of the
+parts the parser reads as wholes (gateway.domain.parse.PARTS), its bookings and
+instances (two thirds of a 40-booking host's JSON) among them, stay JSON, which
+the parser decodes only where they are not spelled as in the version before, and
 ``metadata.managedFields``, which the parser never reads, is skipped. A status
 patch (most of a region's changes) then decodes the few values it wrote.
 """
@@ -22,6 +22,8 @@ from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
+
+from gateway.domain.parse import PARTS
 
 __all__ = ["Event", "MalformedJSON", "decode", "decode_event", "document", "hypervisor"]
 
@@ -62,62 +64,55 @@ def document(raw: msgspec.Raw) -> Any:
     return decode(raw) or {}
 
 
-class _Metadata(msgspec.Struct, rename="camel"):
-    name: Any = UNSET
-    uid: Any = UNSET
-    resource_version: Any = UNSET
-    generation: Any = UNSET
-    creation_timestamp: Any = UNSET
-    labels: Raw | UnsetType = UNSET
-    annotations: Any = UNSET
+#: What the parser reads of each section of a Hypervisor besides the places of its
+#: parts (gateway.domain.parse.PARTS): values, decoded as they are.
+_VALUES = {
+    "metadata": (
+        "name",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "annotations",
+    ),
+    "spec": (
+        "maintenance",
+        "maintenanceReason",
+        "lifecycleEnabled",
+        "highAvailability",
+        "allowedProjects",
+        "version",
+        "skipTests",
+    ),
+    "status": (
+        "numInstances",
+        "hypervisorId",
+        "serviceId",
+        "internalIp",
+        "hypervisorVersion",
+        "libVirtVersion",
+        "evicted",
+        "specHash",
+    ),
+}
 
 
-class _Spec(msgspec.Struct, rename="camel"):
-    bookings: Raw | UnsetType = UNSET
-    overcommit: Raw | UnsetType = UNSET
-    groups: Raw | UnsetType = UNSET
-    custom_traits: Raw | UnsetType = UNSET
-    aggregates: Raw | UnsetType = UNSET
-    maintenance: Any = UNSET
-    maintenance_reason: Any = UNSET
-    lifecycle_enabled: Any = UNSET
-    high_availability: Any = UNSET
-    allowed_projects: Any = UNSET
-    version: Any = UNSET
-    skip_tests: Any = UNSET
+def _section(section: str) -> Any:
+    """A section's fields: the places of the parser's parts left JSON, its values decoded."""
+    places = [key for part in PARTS.places for within, key in part if within == section]
+    fields: list[tuple[str, Any, Any]] = [(key, Raw | UnsetType, UNSET) for key in places]
+    fields += [(key, Any, UNSET) for key in _VALUES[section]]
+    return msgspec.defstruct(f"_{section.title()}", fields)
 
 
-class _Status(msgspec.Struct, rename="camel"):
-    instances: Raw | UnsetType = UNSET
-    capacity: Raw | UnsetType = UNSET
-    effective_capacity: Raw | UnsetType = UNSET
-    allocation: Raw | UnsetType = UNSET
-    conditions: Raw | UnsetType = UNSET
-    traits: Raw | UnsetType = UNSET
-    aggregates: Raw | UnsetType = UNSET
-    cells: Raw | UnsetType = UNSET
-    num_instances: Any = UNSET
-    hypervisor_id: Any = UNSET
-    service_id: Any = UNSET
-    internal_ip: Any = UNSET
-    hypervisor_version: Any = UNSET
-    lib_virt_version: Any = UNSET
-    operating_system: Raw | UnsetType = UNSET
-    evicted: Any = UNSET
-    capabilities: Raw | UnsetType = UNSET
-    domain_capabilities: Raw | UnsetType = UNSET
-    update_status: Raw | UnsetType = UNSET
-    spec_hash: Any = UNSET
-
-
-class _Hypervisor(msgspec.Struct, rename="camel"):
-    api_version: Any = UNSET
-    kind: Any = UNSET
-    metadata: _Metadata | UnsetType = UNSET
-    spec: _Spec | UnsetType = UNSET
-    status: _Status | UnsetType = UNSET
-
-
+_Hypervisor = msgspec.defstruct(
+    "_Hypervisor",
+    [
+        ("apiVersion", Any, UNSET),
+        ("kind", Any, UNSET),
+        *((section, _section(section) | UnsetType, UNSET) for section in _VALUES),
+    ],
+)
 _HYPERVISORS = msgspec.json.Decoder(_Hypervisor)
 
 
