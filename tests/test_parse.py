@@ -976,6 +976,35 @@ def test_a_status_patch_keeps_every_part_it_did_not_write(handed: Any) -> None:
     assert after.allocation is not before.allocation
 
 
+@pytest.mark.parametrize(
+    ("booked", "capacity", "patched_capacity"),
+    [
+        # Named by a booking at zero alone: the totals name it, so the record does.
+        ({"cpu": 4, "VGPU": 0}, {"cpu": 256}, {"cpu": 256}),
+        # Named by the status before alone, at zero in the totals: it goes with it.
+        ({"cpu": 4}, {"cpu": 256, "VGPU": 0}, {"cpu": 256}),
+    ],
+    ids=["a booking names it", "the status named it"],
+)
+@HANDED
+def test_a_status_patch_keeps_the_bookings_totals_as_alone(
+    booked: dict[str, Any], capacity: dict[str, Any], patched_capacity: Any, handed: Any
+) -> None:
+    """The bookings' totals are read back from the record before, where a resource at
+    zero is named by the bookings or by the status only as reading it alone tells."""
+    obj = full_object()
+    obj["spec"]["bookings"] = [consumer(uuid_of(1), booked)]
+    obj["status"]["capacity"] = capacity
+    before = parse_hypervisor(handed(obj))
+    assert "VGPU" in before.resources
+    patched = status_patched(obj)
+    patched["status"]["capacity"] = patched_capacity
+    after = parse_hypervisor(handed(patched), before)
+    assert after.bookings is before.bookings
+    assert fields(after) == fields(parse_hypervisor(handed(patched)))
+    assert ("VGPU" in after.resources) is ("VGPU" in booked)
+
+
 @pytest.mark.parametrize("place", [path for path in FULL_PATHS if len(path) == 2])
 @HANDED
 def test_a_version_that_clears_any_one_place_reads_as_alone(

@@ -16,9 +16,16 @@ from typing import Any
 
 from gateway.domain.lenient import Reader, bound_shared, remembered, share, shared_string
 from gateway.domain.quantity import CONTEXT
-from gateway.domain.records import Booking, ConsumerBooking, ReservationBooking, add_amounts
+from gateway.domain.records import (
+    Amounts,
+    Booking,
+    ConsumerBooking,
+    ReservationBooking,
+    ResourceCapacity,
+    add_amounts,
+)
 
-__all__ = ["parse_bookings", "total_resources"]
+__all__ = ["booking_totals", "parse_bookings", "total_resources"]
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
@@ -122,4 +129,37 @@ def total_resources(bookings: Iterable[Booking]) -> dict[str, Decimal]:
     return add_amounts(
         {name: CONTEXT.multiply(amount, counts[key]) for name, amount in resources.items()}
         for key, resources in maps.items()
+    )
+
+
+def booking_totals(
+    bookings: Iterable[Booking],
+    before: Mapping[str, ResourceCapacity] | None = None,
+    *others: Amounts,
+) -> tuple[dict[str, Decimal], dict[str, Decimal]]:
+    """What ``bookings`` reserve and what they book, in all.
+
+    ``before``: the resources of a record made of the same bookings, whose ``reserved``
+    and ``booked`` are these totals already: a status patch (333 a second in a region of
+    20,000 hosts) added up 40 bookings again for the same figures. They are read back
+    from it, but for a resource the totals name at zero that no map of ``others`` (the
+    figures beside them now) names: whether the bookings named it cannot be told from
+    the record, and they are added up anew.
+    """
+    if before is not None:
+        reserved: dict[str, Decimal] = {}
+        booked: dict[str, Decimal] = {}
+        for name, resource in before.items():
+            if (r := resource.reserved) is None or (b := resource.booked) is None:
+                break  # not tracked: no totals were kept
+            if r or b:
+                reserved[name], booked[name] = r, b
+            elif not any(name in amounts for amounts in others):
+                break
+        else:
+            return reserved, booked
+    bookings = tuple(bookings)
+    return (
+        total_resources(b for b in bookings if type(b) is ReservationBooking),
+        total_resources(b for b in bookings if type(b) is ConsumerBooking),
     )

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from gateway.domain import capacity
-from gateway.domain.bookings import parse_bookings, total_resources
+from gateway.domain.bookings import booking_totals, parse_bookings
 from gateway.domain.hostfacts import capabilities, domain_capabilities, update_status
 from gateway.domain.lenient import Reader, shared_string
 from gateway.domain.memo import by_spelling
@@ -32,7 +32,6 @@ from gateway.domain.records import (
     Hypervisor,
     Instances,
     Origin,
-    ReservationBooking,
     Trait,
 )
 from gateway.domain.spellings import Parts, is_list
@@ -108,12 +107,14 @@ def parse_hypervisor(obj: Any, previous: Hypervisor | None = None) -> Hypervisor
     host_domain = spelled.read("domain_capabilities", partial(domain_capabilities, p))
     host_update = spelled.read("update_status", partial(update_status, p))
 
+    before = same_bookings.resources if same_bookings is not None else None
+    reserved, booked = booking_totals(bookings, before, physical, allocation)
     resources = capacity.compute_resources(
         tracked=bookings_tracked,
         physical=physical,
         overcommit=overcommit,
-        reserved=total_resources([b for b in bookings if type(b) is ReservationBooking]),
-        booked=total_resources([b for b in bookings if type(b) is ConsumerBooking]),
+        reserved=reserved,
+        booked=booked,
         allocated=allocation,
         effective=effective,
     )
