@@ -314,7 +314,9 @@ async def test_a_subscription_keeps_nothing_of_the_events_it_executed() -> None:
     feed = Feed(own)
     feed.start()
     context = Context(own, SyncStatus(source="test", synced=True), feed, pinned=False)
-    query = "subscription { hypervisorChanged { type hypervisor { name resourceVersion } } }"
+    # A lookup in it: graphql-core executes each event (attributes alone are planned).
+    query = """subscription { hypervisorChanged { type hypervisor { name resourceVersion
+        resource(name: "cpu") { free } } } }"""
     executor = Executor.build(schema._schema, parse(query), None, context)
     assert isinstance(executor, Executor)
 

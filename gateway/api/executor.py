@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from graphql import (
     ExecutionResult,
@@ -48,6 +48,7 @@ from graphql.pyutils import Path, RefMap
 from gateway.api.budget import Budget
 from gateway.api.context import Context
 from gateway.api.memos import Answers
+from gateway.api.plans import Plan, plan
 from gateway.api.reuse import REUSABLE, Completed, Kept
 from gateway.api.shortcuts import Attribute, Lookup
 from gateway.domain.bounded import Memos
@@ -65,7 +66,15 @@ class Executor(IncrementalExecutor):
     kept for the whole of it.
     """
 
-    __slots__ = ("_arguments", "_variables_json", "answers", "budget", "kept", "remembers")
+    __slots__ = (
+        "_arguments",
+        "_plan",
+        "_variables_json",
+        "answers",
+        "budget",
+        "kept",
+        "remembers",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Strawberry's subscriptions pass their operation's extensions; no resolver reads them.
@@ -82,6 +91,8 @@ class Executor(IncrementalExecutor):
         #: Whether what it makes is kept for others: not by an operation that is run once
         #: for all its subscribers (gateway.http.broadcast), as no one else could take it.
         self.remembers = True
+        #: Its events' plan (gateway.api.plans), once made; False where it has none.
+        self._plan: Plan | Literal[False] | None = None
 
     def execute_operation(self, serially: bool | None = None) -> Any:
         """graphql-core's; a subscription event's result shared by every subscriber of
@@ -100,13 +111,19 @@ class Executor(IncrementalExecutor):
         """graphql-core's copy for one event, with the variables' text made once for all
         the events (a json.dumps per event and subscriber cost more than executing it)
         and the memos of collected fields its own; none when an earlier subscriber's
-        result for the event is kept: the copy, and its context, were most of what a
+        result for the event is kept, nor where the operation's plan answers it
+        (:mod:`gateway.api.plans`): the copy, and its context, were most of what a
         kept result cost the next subscriber.
 
         A payload that names its snapshot (a host's change, a consumer) is executed
         in it: its links lead to the fleet it is part of, not to the store's by then.
         """
-        kept = self.answers.results.get(*self._event(payload)) if self.remembers else None
+        event = self._event(payload) if self.remembers else None
+        kept = self.answers.results.get(*event) if event is not None else None
+        if kept is None:
+            kept = self._planned(payload)
+            if kept is not None and event is not None:
+                self.answers.results.put(event[0], kept, event[1])
         if kept is not None:
             return cast("Executor", _Answered(kept))
         executor: Executor = super().build_per_event_executor(payload)  # type: ignore[assignment]
@@ -119,6 +136,21 @@ class Executor(IncrementalExecutor):
         if isinstance(snapshot, Snapshot) and isinstance(self.context_value, Context):
             executor.context_value = self.context_value.pinned_to(snapshot)
         return executor
+
+    def _planned(self, payload: Any) -> ExecutionResult | None:
+        """The event's result by the operation's plan, where it has one that answers it
+        (gateway.api.plans): with no budget to charge and no middleware to run."""
+        made = self._plan
+        if made is None:
+            plannable = self.budget is None and self.middleware_manager is None
+            found = plannable and plan(
+                self.schema, self.fragments, self.variable_values, self.operation
+            )
+            made = self._plan = found or False
+        if made is False:
+            return None
+        data = made.data(payload)
+        return None if data is None else ExecutionResult(data)
 
     def _event(self, payload: Any) -> tuple[tuple[object, ...], str]:
         """What a subscription event's result is kept under: the operation, the event's
