@@ -124,18 +124,10 @@ def hypervisor(raw: Raw) -> Any:
     about: those are rare, and JSON all the same.
     """
     try:
-        return _plain(_HYPERVISORS.decode(raw))
+        decoded = _HYPERVISORS.decode(raw)
     except msgspec.ValidationError:
         return document(raw)
     except msgspec.DecodeError as error:
         raise MalformedJSON(f"not JSON ({error})") from None
-
-
-def _plain(part: msgspec.Struct) -> dict[str, Any]:
-    """A decoded part as the mapping :func:`document` would make of it, parts within it too."""
-    values = msgspec.structs.astuple(part)
-    return {
-        name: _plain(value) if isinstance(value, msgspec.Struct) else value
-        for name, value in zip(part.__struct_encode_fields__, values, strict=True)
-        if value is not UNSET
-    }
+    # As mappings, the fields it did not have left out, the parts' JSON kept as it is.
+    return msgspec.to_builtins(decoded, builtin_types=(Raw,))
