@@ -9,6 +9,7 @@ import gc
 import itertools
 import json
 import random
+import socket
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
@@ -25,7 +26,13 @@ from gateway.domain import fleet, slots
 from gateway.domain.flavors import load_catalog, parse_catalog
 from gateway.http import capacity_metrics
 from gateway.http.auth import Decision, Verdict
-from gateway.http.capacity_metrics import CONTENT_TYPE, FAMILIES, CapacityExposition, pieces
+from gateway.http.capacity_metrics import (
+    CONTENT_TYPE,
+    FAMILIES,
+    CapacityExposition,
+    Pace,
+    pieces,
+)
 from gateway.http.capacity_text import HostLines
 from gateway.sources.demo.source import generate
 from gateway.store.store import Store
@@ -247,7 +254,8 @@ def one_unit_a_slice(store: Store, catalog: Any = CATALOG) -> CapacityExposition
     """An exposition whose clock ticks once per look, so each slice renders one shard or
     one group: the finest interleaving with the loop and with store changes."""
     ticks = itertools.count()
-    return CapacityExposition(store, catalog, slice_seconds=0.5, clock=lambda: next(ticks))
+    one = Pace(0.5, 0.0)
+    return CapacityExposition(store, catalog, prompt=one, upkeep=one, clock=lambda: next(ticks))
 
 
 async def test_a_scrape_renders_in_slices_the_snapshot_current_when_asked() -> None:
@@ -275,6 +283,48 @@ async def test_a_scrape_renders_in_slices_the_snapshot_current_when_asked() -> N
     assert others > 10  # the loop ran, and the store moved on, between slices
     assert text == exposition(objects, load_catalog(None)).render()  # as it was when asked
     assert rendered.render() == CapacityExposition(store, load_catalog(None)).render()
+
+
+async def test_the_upkeep_runs_what_arrived_during_a_slice_before_its_next_slice() -> None:
+    """Rendering ahead of scrapes pauses on a timer between slices: a request whose
+    bytes arrive during one slice is read before the next slice starts (a slice that
+    yielded at once was queued again ahead of it)."""
+    objects = generate(40, seed=2)
+    store = Store()
+    store.replace(objects)
+    looks: list[int] = []  # the clock's reads during the upkeep
+    upkeep = False
+    ticks = itertools.count()
+    receiving, sending = socket.socketpair()
+
+    def clock() -> float:
+        looks.append(len(looks))
+        if upkeep and len(looks) == 3:  # the upkeep's second slice starts: a request arrives
+            sending.send(b"GET")
+        return next(ticks)
+
+    one_unit = Pace(0.5, 0.0)  # a slice is two looks: its deadline, then one host's check
+    rendered = CapacityExposition(
+        store, CATALOG, prompt=one_unit, upkeep=Pace(0.5, 0.001), clock=clock
+    )
+    await rendered.rendered()
+    for index, obj in enumerate(objects[:5]):
+        moved = copy.deepcopy(obj)
+        moved["metadata"]["resourceVersion"] = f"moved-{index}"
+        store.upsert(moved)
+    read_at: list[int] = []
+    loop = asyncio.get_running_loop()
+    loop.add_reader(receiving, lambda: read_at.append(len(looks)) or receiving.recv(8))
+    try:
+        looks.clear()
+        upkeep = True
+        await rendered.rendered(rendered.upkeep)
+    finally:
+        loop.remove_reader(receiving)
+        receiving.close()
+        sending.close()
+    assert len(looks) > 6  # the upkeep took several slices
+    assert read_at == [4]  # read after the slice it arrived in, before the third began
 
 
 @pytest.mark.parametrize("objects", [generate(30, seed=5), hand_made.objects()])

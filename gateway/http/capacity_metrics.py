@@ -14,8 +14,8 @@ with what was kept: a look costs what changed, not the fleet.
 
 That work is done ahead of scrapes: :meth:`CapacityExposition.run` does it
 whenever the store changes (a second later, so that a group whose hosts change
-often is counted once per second, not once per change), in slices of a few
-milliseconds that leave the event loop free between them. The first
+often is counted once per second, not once per change), in slices that leave
+the event loop free between them (:data:`UPKEEP`). The first
 rendering of a fleet, seconds at 20,000 hosts, starts once the store is ready;
 the gateway calls itself ready without waiting for it, since it answers queries
 meanwhile (a third of the start at 20,000 hosts, for a text no query reads). A
@@ -41,6 +41,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
@@ -66,19 +67,49 @@ from gateway.store.collector import settle
 from gateway.store.snapshot import Change, Snapshot
 from gateway.store.store import Store
 
-__all__ = ["CONTENT_TYPE", "FAMILIES", "CapacityExposition", "capacity_route", "pieces"]
+__all__ = [
+    "CONTENT_TYPE",
+    "FAMILIES",
+    "PROMPT",
+    "UPKEEP",
+    "CapacityExposition",
+    "Pace",
+    "capacity_route",
+    "pieces",
+]
 
 #: Seconds without a scrape after which the series are no longer kept current: a few
 #: of Prometheus's scrape intervals (15 s to a minute).
 WARM_FOR = 300.0
 
 
+class Pace(NamedTuple):
+    """How rendering shares the event loop: slices of ``slice_seconds``, each followed
+    by ``pause_seconds`` on a timer (0: the next slice is queued at once)."""
+
+    slice_seconds: float
+    pause_seconds: float
+
+
+#: For a scrape that waits, and the first rendering: slices back to back.
+PROMPT = Pace(0.002, 0.0)
+#: For the changes rendered ahead of scrapes, which nobody waits for: short slices,
+#: each after a timer. A slice that yields at once is queued again ahead of what
+#: arrives meanwhile (the loop reads its sockets after running what is queued), so
+#: a request that came during one slice waited for the next too, and a second's
+#: changes were one burst of back-to-back slices: at 20,000 hosts and 333 changes a
+#: second, some 9 ms each second, in which a request waited 2-4 ms. After a timer,
+#: what arrived runs first, and a request waits for what is left of one slice.
+UPKEEP = Pace(0.0005, 0.001)
+
+
 class CapacityExposition:
     """The text of ``/metrics/capacity`` for the store's current snapshot.
 
     All methods run on the event loop's thread (or, without a loop, on one thread):
-    the work is cut into slices of ``slice_seconds``, each one consistent on its
-    own, so a scrape and :meth:`run` may share it.
+    the work is cut into slices (``prompt`` for a scrape and the first rendering,
+    ``upkeep`` for the changes after), each one consistent on its own, so a scrape
+    and :meth:`run` may share it.
     """
 
     def __init__(
@@ -86,13 +117,15 @@ class CapacityExposition:
         store: Store,
         catalog: Catalog,
         *,
-        slice_seconds: float = 0.002,
+        prompt: Pace = PROMPT,
+        upkeep: Pace = UPKEEP,
         warm_for: float = WARM_FOR,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.store = store
         self.catalog = catalog
-        self.slice_seconds = slice_seconds
+        self.prompt = prompt
+        self.upkeep = upkeep
         self.warm_for = warm_for
         self._clock = clock
         # When the series were last asked for; the start counts (see run).
@@ -159,7 +192,7 @@ class CapacityExposition:
                 if self._primed and self._clock() - self._asked > self.warm_for:
                     self._forget()  # no scraper: not kept current, nor holding records
                 else:
-                    await self.rendered()
+                    await self.rendered(self.upkeep if self._primed else self.prompt)
                 await changed.wait()
                 changed.clear()
                 if self._primed:
@@ -167,18 +200,20 @@ class CapacityExposition:
         finally:
             unlisten()
 
-    async def rendered(self) -> Snapshot:
+    async def rendered(self, pace: Pace | None = None) -> Snapshot:
         """The current snapshot, once its hosts and groups are rendered, slice by slice
-        (the text is put together only when a scrape asks for it).
+        at ``pace`` (``prompt`` by default; the text is put together only when a
+        scrape asks for it).
 
         The snapshot is the one current when called: the store moves on meanwhile,
         and chasing it would never end under churn.
         """
+        pace = pace or self.prompt
         snapshot = self.store.snapshot
         while True:
-            if self._advance(snapshot, self._clock() + self.slice_seconds):
+            if self._advance(snapshot, self._clock() + pace.slice_seconds):
                 return snapshot
-            await asyncio.sleep(0)  # between slices, the loop serves others
+            await asyncio.sleep(pace.pause_seconds)  # between slices, the loop serves others
 
     def _changed(self, snapshot: Snapshot, changes: list[Change]) -> None:
         """Note the hosts a change named (the store tells it before anyone can read the
