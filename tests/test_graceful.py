@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 import websockets
 
 from gateway.http import server
 from gateway.http.app import create_app
-from gateway.http.graceful import GracefulServer, WebSocketTracker
+from gateway.http.graceful import GracefulServer, WebSocketTracker, serve
 from gateway.store.store import Store
 from harness.controlplane import free_port
 from tests import fleet
@@ -49,6 +50,21 @@ async def closed_with(ws: websockets.ClientConnection) -> tuple[int | None, int 
             closed.rcvd.code if closed.rcvd else None,
             closed.sent.code if closed.sent else None,
         )
+
+
+def test_the_interpreter_changes_threads_promptly_while_the_gateway_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker thread (a large query, a first count) hands the interpreter to the event
+    loop within ``SWITCH_SECONDS`` while the gateway serves; the process's own setting
+    is back once it stopped."""
+    seen: list[float] = []
+    monkeypatch.setattr(GracefulServer, "run", lambda self: seen.append(sys.getswitchinterval()))
+    before = sys.getswitchinterval()
+    assert before != server.SWITCH_SECONDS
+    serve(create_app(StaticSource([]), Store()), host="127.0.0.1", port=0, log_level="warning")
+    assert seen == [server.SWITCH_SECONDS]
+    assert sys.getswitchinterval() == before
 
 
 async def test_shutdown_closes_subscriptions_of_both_protocols_with_1001() -> None:

@@ -117,7 +117,8 @@ def serve(app: ASGIApp, *, host: str, port: int, log_level: str) -> None:
     signals = (signal.SIGTERM, signal.SIGINT)
     previous = {sig: signal.signal(sig, _stopped) for sig in signals}
     try:
-        graceful.run()
+        with server.switching():
+            graceful.run()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
