@@ -445,7 +445,7 @@ def test_the_store_settles_every_25_changes_and_collects_all_once_per_fleet(
     """A settle walks what was made since the last one: often, so each pause is short.
     A thorough one walks the whole heap (a pause growing with the fleet): once per the
     fleet's size in changes, at least 1,000, which still frees what requests in flight
-    at the settles before left behind."""
+    at the settles before left behind. The first is not: nothing is frozen yet."""
     settles: list[tuple[int, bool]] = []
 
     def settle(thorough: bool) -> None:
@@ -459,15 +459,16 @@ def test_the_store_settles_every_25_changes_and_collects_all_once_per_fleet(
     for version in range(2, 4002):
         store.upsert(host(f"node-{version % 2000}", str(version)))
     assert [generation for generation, _ in settles] == list(range(1, 4002, 25))
-    assert [generation for generation, thorough in settles if thorough] == [1, 2001, 4001]
+    assert [generation for generation, thorough in settles if thorough] == [2001, 4001]
 
     settles.clear()
     store = Store(clock=lambda: 0.0)
     store.replace([host(f"node-{n}", "1") for n in range(10)])
     for version in range(2, 2102):
         store.upsert(host(f"node-{version % 10}", str(version)))
-    # 10 changes, then upserts: every 25 changes from the 25th, 991 and 1991 the 1,000th
-    assert [generation for generation, thorough in settles if thorough] == [991, 1991]
+    # 10 changes, then upserts: a settle every 25 changes from the 25th (generation 16),
+    # then a thorough one every 1,000 changes
+    assert [generation for generation, thorough in settles if thorough] == [1016, 2016]
 
 
 def test_a_thorough_settle_waits_a_thousand_times_the_pause_of_the_last(
@@ -487,11 +488,12 @@ def test_a_thorough_settle_waits_a_thousand_times_the_pause_of_the_last(
     monkeypatch.setattr(store_module, "settle", settle)
     store = Store(clock=lambda: now[0])
     store.replace([host(f"node-{n}", "1") for n in range(2000)])
-    for version in range(2, 6002):
+    for version in range(2, 8002):
         now[0] += 0.125  # 8 changes a second: the fleet's size in changes every 250 s
         store.upsert(host(f"node-{version % 2000}", str(version)))
-    # 2001 came 250 s after the first: too soon; 4001 at 500.5 s, once 500 s had passed.
-    assert [generation for generation, thorough in settles if thorough] == [1, 4001]
+    # 2001 came at 250 s, and paused until 250.5 s: none again for 500 s. 4001 came at
+    # 500.5 s, too soon; the settle at 6001, at 750.5 s, was the first after.
+    assert [generation for generation, thorough in settles if thorough] == [2001, 6001]
 
 
 def test_name_order_is_handed_on_while_no_host_comes_or_goes(store: Store) -> None:

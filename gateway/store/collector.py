@@ -60,7 +60,8 @@ def settle(*, thorough: bool = True) -> None:
     (at 20,000 hosts and 333 changes a second, the 1,300 objects new at each settle
     took 1.9 ms: 4-6% of the gateway's CPU). The store settles
     every 25 changes, thoroughly once per its fleet's size in changes (at least
-    1,000) and no sooner than a thousand times the last thorough pause.
+    1,000) and no sooner than a thousand times the last thorough pause; its first
+    settle (the initial state's) is not thorough: nothing is frozen yet.
 
     Then the C heap is trimmed: building a fleet frees far more than it keeps (a
     page of raw JSON objects per page of records), and glibc keeps freed memory
