@@ -41,6 +41,7 @@ def test_a_tiny_run_measures_every_figure_and_reports_every_target(tmp_path: Pat
     assert figures["delay_answer"].n == figures["delay_watch"].n == 3
     assert figures["ready_loaded"].n == figures["ready_empty"].n == 2
     assert figures["rss_loaded"] > 0 and figures["rss_empty"] > 0
+    assert figures["rss_empty_run"] > 0
     assert figures["list_bytes"] > 0
     assert figures["rps_gateway"] > 0 and figures["rps_bare"] > 0
     assert figures["rss_relist_peak"] > 0
@@ -48,6 +49,7 @@ def test_a_tiny_run_measures_every_figure_and_reports_every_target(tmp_path: Pat
     assert report.count("PASS") + report.count("FAIL") == 2 * len(TARGETS)
     assert "Growth with fleet size" in report
     assert report.count("| start to ready |") == 2  # the fixed cost and the cost per host
+    assert report.count("| resident memory after the run's queries |") == 2
 
     # The cluster kept: the next run finds the fleet loaded, and says so.
     plane = ControlPlane(workdir=options.cluster)
