@@ -337,6 +337,42 @@ def test_placement_capacity_floors_in_placement_units() -> None:
     assert host.resources["memory"].capacity == 1501 * MiB + MiB // 2  # bytes: 1501.5 MiB
 
 
+BYTES = st.integers(-(10**15), 10**15).map(lambda n: Fraction(n, 10**3))  # signed, 3 decimals
+
+
+@given(
+    physical=BYTES,
+    reserved=BYTES,
+    booked=BYTES,
+    ratio=st.sampled_from(["1", "1.0", "1.15", "0.5", "4", "3.333333333"]),
+)
+def test_placement_room_for_memory_is_its_own_arithmetic(
+    physical: Fraction, reserved: Fraction, booked: Fraction, ratio: str
+) -> None:
+    """In whole MiB truncated toward zero, the ratio applied in binary floating point;
+    judged by Placement's figures, whatever the bytes (fractions and negative ones too)."""
+    memory = ResourceCapacity(
+        name="memory",
+        physical=Decimal(_plain(physical)),
+        overcommit_ratio=Decimal(ratio),
+        reserved=Decimal(_plain(reserved)),
+        capacity=None,
+        booked=Decimal(_plain(booked)),
+        free=None,
+        allocated=None,
+        unallocated=None,
+        effective_capacity=None,
+        available=None,
+        basis=None,
+        used=None,
+    )
+    total, held, used = (math.trunc(v / MiB) for v in (physical, reserved, booked))
+    room = total - held if Decimal(ratio) == 1 else int(float(total - held) * float(ratio))
+    free, maximum = capacity.judged(View.BOOKINGS)(memory, True)
+    assert (free, maximum) == ((room - used) * MiB, total * MiB)
+    assert str(free) == str((room - used) * MiB)  # whole bytes, never -0 or an exponent
+
+
 def test_placement_usages() -> None:
     usages = capacity.placement_usages(placement_host())
     assert usages == {"DISK_GB": 20, "MEMORY_MB": 4096, "VCPU": 5, "VGPU": 1}

@@ -238,8 +238,7 @@ def _predicates(where: HypervisorFilter, catalog: Catalog) -> Iterable[Predicate
         yield lambda h: any(c.project_id == project for c in h.consumers)
     view = where.view
     if where.can_fit is not None:
-        request = _request(where.can_fit)
-        yield lambda h: capacity.fits(h, request, view)
+        yield capacity.fitting(_request(where.can_fit), view)
     if (overcommitted := where.overcommitted) is not None:
         yield lambda h: h.overcommitted_in(view) is overcommitted
     if where.fits_flavor is not None:

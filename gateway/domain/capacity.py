@@ -29,6 +29,7 @@ __all__ = [
     "admits",
     "compute_resources",
     "fits",
+    "fitting",
     "judged",
     "placement_inventories",
     "placement_usages",
@@ -38,6 +39,7 @@ __all__ = [
 ONE = Decimal(1)
 ZERO = Decimal(0)
 MEBIBYTE = Decimal(2**20)
+_MIB = 2**20
 
 
 def compute_resources(
@@ -122,15 +124,28 @@ def fits(
     Every requested resource must admit its amount (:func:`admits`); unknown never
     fits: in the BOOKINGS view, an untracked host never does.
     """
-    judge = judged(view)
-    for name, amount in request.items():
-        resource = hypervisor.resources.get(name)
-        if resource is None:
-            return False
-        figure, maximum = judge(resource, hypervisor.bookings_tracked)
-        if not admits(resource.name, amount, figure, maximum):
-            return False
-    return True
+    return fitting(request, view)(hypervisor)
+
+
+def fitting(
+    request: Mapping[str, Decimal], view: View = View.AVAILABLE
+) -> Callable[[Hypervisor], bool]:
+    """:func:`fits` for one request and view, judging a host at a time: a filter
+    judges every host of the fleet with it (20,000 for canFit's first count)."""
+    judge, wanted = judged(view), tuple(request.items())
+
+    def fit(hypervisor: Hypervisor) -> bool:
+        resources, tracked = hypervisor.resources, hypervisor.bookings_tracked
+        for name, amount in wanted:
+            resource = resources.get(name)
+            if resource is None:
+                return False
+            figure, maximum = judge(resource, tracked)
+            if not admits(name, amount, figure, maximum):
+                return False
+        return True
+
+    return fit
 
 
 Bounds = tuple[Decimal | None, Decimal | None]
@@ -165,24 +180,26 @@ def _placement_room(resource: ResourceCapacity) -> Bounds:
     114 vCPUs there, not 115. The figures the API shows stay exact (section 4);
     only the question "would Placement grant it" is answered in its arithmetic.
     """
-    if resource.physical is None or resource.reserved is None or resource.booked is None:
+    total, reserved, used = resource.physical, resource.reserved, resource.booked
+    if total is None or reserved is None or used is None:
         return None, None
-    memory = resource.name == "memory"
-    total, reserved, used = (
-        (
-            _to_placement("memory", v)
-            for v in (resource.physical, resource.reserved, resource.booked)
-        )
-        if memory
-        else (resource.physical, resource.reserved, resource.booked)
-    )
     ratio = resource.overcommit_ratio
-    room = CONTEXT.to_integral_value(CONTEXT.subtract(total, reserved))
-    if ratio != ONE:
-        room = Decimal(int(float(CONTEXT.subtract(total, reserved)) * float(ratio)))
-    free = CONTEXT.subtract(room, used)
-    scale = MEBIBYTE if memory else ONE
-    return CONTEXT.multiply(free, scale), CONTEXT.multiply(total, scale)
+    if resource.name == "memory":
+        # In whole MiB, as Python ints: every fit and slot of a fleet judges this.
+        mib, held = _whole_mib(total), _whole_mib(reserved)
+        room = mib - held if ratio == ONE else int(float(mib - held) * float(ratio))
+        return Decimal((room - _whole_mib(used)) * _MIB), Decimal(mib * _MIB)
+    unreserved = CONTEXT.subtract(total, reserved)
+    if ratio == ONE:
+        return CONTEXT.subtract(CONTEXT.to_integral_value(unreserved), used), total
+    return CONTEXT.subtract(Decimal(int(float(unreserved) * float(ratio))), used), total
+
+
+def _whole_mib(amount: Decimal) -> int:
+    """Bytes in whole MiB, truncated toward zero as Placement's units are (int() of a
+    Decimal truncates so, and so does the division of the truncated bytes)."""
+    whole = int(amount)
+    return whole // _MIB if whole >= 0 else -(-whole // _MIB)
 
 
 def admits(
