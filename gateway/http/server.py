@@ -139,9 +139,10 @@ def switching(seconds: float = SWITCH_SECONDS) -> Iterator[None]:
     A query too large for the event loop, a fleet-wide count's first scan and the
     initial state's parsing run in worker threads. Python's default interval, 5 ms,
     is then what the event loop waits at each of its turns, and with it every answer,
-    message and watch event behind it: canFit's first count over 20,000 hosts held the
-    other query kinds' p99 at 5.7-19.8 ms (bench.ceiling, the readers alone); at 1 ms,
-    1.5-4.8 ms. A thread with nobody waiting is not interrupted at all.
+    message and watch event behind it. In bench.ceiling's readers-alone phase at 20,000
+    hosts, which holds canFit's first count, the median of the other query kinds' p99s
+    went from 5.9-8.3 ms (five runs) to 2.2-3.4 ms (nine) at 1 ms. A thread with nobody
+    waiting is not interrupted at all.
     """
     before = sys.getswitchinterval()
     sys.setswitchinterval(seconds)
