@@ -152,7 +152,8 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "completed_bytes",
         "GATEWAY_COMPLETED_BYTES",
         int,
-        "answer bytes of completed objects kept for reuse (default 33554432: 32 MiB)",
+        "bytes of completed objects kept for reuse, as they take in memory "
+        "(default 33554432: 32 MiB)",
     ),
     (
         "event_bytes",

@@ -3,25 +3,29 @@ reads nothing but the record."""
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 import weakref
 from typing import Any
 
 from graphql import ExecutionResult, execute, parse
 
+from gateway.api.budget import Budget
 from gateway.api.context import Context
 from gateway.api.executor import Executor
 from gateway.api.memos import Answers
-from gateway.api.reuse import Completed, Kept, operation_bytes
+from gateway.api.reuse import Completed, Kept, object_bytes, operation_bytes
 from gateway.api.schema import build_schema, schema
 from gateway.domain.flavors import load_catalog
 from gateway.sources.demo.source import generate
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
 
-PAGE = parse(
+PAGE_TEXT = (
     '{ hypervisors { nodes { name zone cpu: resource(name: "cpu") { free capacity }'
     " labels { key value } traits { name } } } }"
 )
+PAGE = parse(PAGE_TEXT)
 #: ConsumerBooking.hypervisor reads the snapshot, not the record.
 ACROSS = parse("{ hypervisors { nodes { name consumers { uuid hypervisor { name } } } } }")
 
@@ -125,20 +129,54 @@ def test_kept_objects_are_bounded_oldest_first() -> None:
 
 def test_kept_objects_are_bounded_in_bytes() -> None:
     """One client's large objects (15 MB answers of 200 hosts) cannot take the memory:
-    the answer bytes held stay within the bound, the oldest going first."""
+    the bytes held stay within the bound, the oldest going first."""
     operation = PAGE.definitions[0]
     held = operation_bytes(operation)  # once, for every object made by the operation
-    kept = Kept(max_kept=1000, max_bytes=200_000 + held)
+
+    def completed(spent: int) -> Completed:
+        return Completed(operation, {}, {}, spent)  # type: ignore[arg-type]
+
+    each = object_bytes(completed(75_000))
+    kept = Kept(max_kept=1000, max_bytes=2 * each + each // 2 + held)
     record = Thing()
     for i in range(40):
-        kept.put((i,), record, Completed(operation, {}, {}, 75_000))  # type: ignore[arg-type]
-    assert (len(kept), kept.bytes, kept.evictions) == (2, 150_000 + held, 38)
+        kept.put((i,), record, completed(75_000))
+    assert (len(kept), kept.bytes, kept.evictions) == (2, 2 * each + held, 38)
     assert kept.get((39,)) is not None and kept.get((37,)) is None
     assert kept.hits == 1
-    kept.put((99,), record, Completed(operation, {}, {}, 300_000))  # type: ignore[arg-type]
-    assert kept.get((99,)) is None and kept.bytes == 150_000 + held  # larger than all
-    kept.put((39,), record, Completed(operation, {}, {}, 10))  # type: ignore[arg-type]
-    assert (len(kept), kept.bytes) == (2, 75_010 + held)
+    kept.put((99,), record, completed(300_000))
+    assert kept.get((99,)) is None and kept.bytes == 2 * each + held  # larger than all
+    kept.put((39,), record, completed(10))
+    assert (len(kept), kept.bytes) == (2, each + object_bytes(completed(10)) + held)
+
+
+def test_a_kept_object_is_charged_what_it_takes_in_memory() -> None:
+    """Its dicts, lists, strings and bookkeeping, not its answer's bytes, which were a
+    tenth of it for small objects: what an operation's objects add to the memory is
+    what the memo counts for them."""
+    store, _ = fleet(300)
+    kept = Answers.of(store.memos).completed
+
+    def answered(text: str) -> None:
+        measured = context(store)
+        measured.budget = Budget(30.0, 2**30)  # what the executor charges objects by
+        result = execute(
+            schema._schema, parse(text), context_value=measured, executor_class=Executor
+        )
+        assert isinstance(result, ExecutionResult) and not result.errors, result
+
+    answered(PAGE_TEXT)  # the first answer: whatever the process makes once
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, charged = tracemalloc.take_snapshot(), kept.bytes
+        answered("query Again " + PAGE_TEXT)  # another operation: objects of its own
+        gc.collect()
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    grown = sum(d.size_diff for d in after.compare_to(before, "filename"))
+    assert 0.8 * grown <= kept.bytes - charged <= 1.5 * grown
 
 
 def test_the_operations_kept_objects_hold_count_once_each() -> None:
