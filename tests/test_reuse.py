@@ -35,11 +35,20 @@ def context(store: Store) -> Context:
     return Context(store, status, None, catalog=load_catalog(None))  # type: ignore[arg-type]
 
 
-def run(store: Store, document: Any, variables: dict[str, Any] | None = None) -> ExecutionResult:
+def run(
+    store: Store,
+    document: Any,
+    variables: dict[str, Any] | None = None,
+    budget: Budget | None = None,
+) -> ExecutionResult:
+    """``document`` executed on the store; with ``budget``, the objects kept are charged
+    by it, as the gateway's executions charge them."""
+    answering = context(store)
+    answering.budget = budget
     result = execute(
         schema._schema,
         document,
-        context_value=context(store),
+        context_value=answering,
         variable_values=variables,
         executor_class=Executor,
     )
@@ -157,20 +166,13 @@ def test_a_kept_object_is_charged_what_it_takes_in_memory() -> None:
     store, _ = fleet(300)
     kept = Answers.of(store.memos).completed
 
-    def answered(text: str) -> None:
-        measured = context(store)
-        measured.budget = Budget(30.0, 2**30)  # what the executor charges objects by
-        result = execute(
-            schema._schema, parse(text), context_value=measured, executor_class=Executor
-        )
-        assert isinstance(result, ExecutionResult) and not result.errors, result
-
-    answered(PAGE_TEXT)  # the first answer: whatever the process makes once
+    run(store, PAGE, budget=Budget(30.0, 2**30))  # whatever the process makes once
     gc.collect()
     tracemalloc.start()
     try:
         before, charged = tracemalloc.take_snapshot(), kept.bytes
-        answered("query Again " + PAGE_TEXT)  # another operation: objects of its own
+        again = parse("query Again " + PAGE_TEXT)  # another operation: objects of its own
+        run(store, again, budget=Budget(30.0, 2**30))
         gc.collect()
         after = tracemalloc.take_snapshot()
     finally:

@@ -234,7 +234,7 @@ def resource_class(name: str) -> str:
 def _to_placement(name: str, amount: Decimal) -> Decimal:
     """Base units to Placement units, truncated: bytes -> MiB for memory."""
     if name == "memory":
-        amount = CONTEXT.divide(amount, MEBIBYTE)
+        return Decimal(_whole_mib(amount))
     return amount.to_integral_value(rounding=decimal.ROUND_DOWN)
 
 
