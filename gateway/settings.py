@@ -253,7 +253,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="capacity_series",
         action="store_false",
         default=None,
-        help="serve no /metrics/capacity, and keep no exposition rendered ahead of scrapes "
+        help="serve no /metrics/capacity (rendered from its first scrape on) "
         "[GATEWAY_CAPACITY_SERIES=false]",
     )
     parser.add_argument(

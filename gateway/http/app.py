@@ -95,8 +95,8 @@ def create_app(
     ``metrics`` is given when something built before the app reports to it (the
     authorizer's decisions); otherwise the app has a registry of its own.
 
-    Without ``capacity_series`` there is no ``/metrics/capacity``, and none of the
-    memory and start time that keeping it rendered ahead of scrapes costs.
+    Without ``capacity_series`` there is no ``/metrics/capacity`` (rendered from its
+    first scrape on, and kept so while scrapes come).
 
     With ``tracing``, requests and operations are spans (gateway.http.tracing),
     sent until the app stops.
@@ -131,12 +131,11 @@ def create_app(
     async def readyz(request: Request) -> Response:
         status = source.status
         body = {
-            # Not waiting for the capacity series' first rendering (capacity_metrics says why).
             "ready": store.ready and status.synced,
             "hypervisors": len(store.snapshot),
             "generation": store.snapshot.generation,
             "error": status.error,
-            # Whether a scrape of /metrics/capacity would wait for their first rendering.
+            # Whether a scrape of /metrics/capacity would wait for the fleet's rendering.
             "capacitySeriesRendered": None if exposition is None else exposition.primed,
         }
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
