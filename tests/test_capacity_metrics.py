@@ -207,15 +207,20 @@ def test_a_change_of_what_the_scheduler_judges_moves_the_slots() -> None:
         assert value(found, "hypervisor_gateway_flavor_slots", **group) == 60, version
 
 
+def node_a_allocating(cpu: str, version: str) -> dict[str, Any]:
+    """The hand-made fleet's node-a at another resourceVersion, allocating ``cpu``."""
+    changed = hand_made.objects()[0]
+    changed["metadata"]["resourceVersion"] = version
+    changed["status"]["allocation"]["cpu"] = cpu
+    return changed
+
+
 def test_a_scrape_follows_every_change_and_reuses_an_unchanged_snapshot() -> None:
     objects = hand_made.objects()
     rendered = exposition(objects)
     first = rendered.chunks()
     assert rendered.chunks() is first  # same snapshot: the same pieces
-    changed = hand_made.objects()[0]
-    changed["metadata"]["resourceVersion"] = "2"
-    changed["status"]["allocation"]["cpu"] = "31"
-    rendered.store.upsert(changed)
+    rendered.store.upsert(node_a_allocating("31", version="2"))
     found = samples(rendered.render())
     a = host_labels("node-a", "qa-de-1a", "bb01", resource="cpu")
     assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 31
@@ -406,41 +411,24 @@ def formatted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return names
 
 
-async def test_nothing_is_rendered_before_a_scrape_asks(formatted: list[str]) -> None:
-    """A gateway nobody scrapes the series of spends nothing on them (150 MB and 6 s
-    of rendering at 20,000 hosts)."""
+async def test_the_renderer_formats_changes_ahead_once_a_scrape_asked(formatted: list[str]) -> None:
+    """Before a scrape, nothing: a gateway nobody scrapes the series of spends nothing
+    on them (150 MB and 6 s of rendering at 20,000 hosts). From the first on, each
+    change is formatted before the next scrape asks."""
     store = Store()
     rendered = CapacityExposition(store, CATALOG)
     task = asyncio.create_task(rendered.run(coalesce_seconds=0))
     try:
         store.replace(hand_made.objects())
         store.mark_ready()
-        changed = hand_made.objects()[0]
-        changed["metadata"]["resourceVersion"] = "2"
-        changed["status"]["allocation"]["cpu"] = "31"
-        store.upsert(changed)
+        store.upsert(node_a_allocating("30", version="2"))
         for _ in range(10):  # the renderer's turns at the loop: it takes one per change
             await asyncio.sleep(0)
         assert formatted == [] and not rendered.primed
-        await rendered.current()
+        await rendered.current()  # the first scrape renders the fleet
         assert sorted(formatted) == ["node-a", "node-b", "node-c", "node-d"]
-    finally:
-        task.cancel()
-
-
-async def test_the_renderer_formats_changes_before_the_scrape_asks(formatted: list[str]) -> None:
-    store = Store()
-    rendered = CapacityExposition(store, CATALOG)
-    task = asyncio.create_task(rendered.run(coalesce_seconds=0))
-    try:
-        store.replace(hand_made.objects())
-        store.mark_ready()
-        await rendered.current()  # scraped once: kept current from then on
-        assert len(formatted) == 4 and rendered.primed
-        changed = hand_made.objects()[0]
-        changed["metadata"]["resourceVersion"] = "2"
-        changed["status"]["allocation"]["cpu"] = "31"
-        store.upsert(changed)
+        assert rendered.primed
+        store.upsert(node_a_allocating("31", version="3"))
         await eventually(lambda: len(formatted) == 5)
     finally:
         task.cancel()
@@ -463,10 +451,7 @@ async def test_with_no_scraper_the_series_are_dropped_and_a_scrape_renders_them_
         await rendered.current()
         assert len(formatted) == 4 and rendered.primed
         now[0] = 61.0  # a minute and more without a scrape
-        changed = hand_made.objects()[0]
-        changed["metadata"]["resourceVersion"] = "2"
-        changed["status"]["allocation"]["cpu"] = "31"
-        store.upsert(changed)
+        store.upsert(node_a_allocating("31", version="2"))
         # Dropped, not formatted, nor holding the record the store replaced (frozen,
         # the lines are out of gc.get_referrers' sight: the renderer's state tells).
         await eventually(lambda: not rendered._hosts)
@@ -477,10 +462,8 @@ async def test_with_no_scraper_the_series_are_dropped_and_a_scrape_renders_them_
         a = host_labels("node-a", "qa-de-1a", "bb01", resource="cpu")
         assert value(found, "hypervisor_gateway_hypervisor_allocated", **a) == 31
         assert b"".join(await rendered.current()) == CapacityExposition(store, CATALOG).render()
-        changed["metadata"]["resourceVersion"] = "3"
-        changed["status"]["allocation"]["cpu"] = "30"
         formatted.clear()
-        store.upsert(changed)
+        store.upsert(node_a_allocating("30", version="3"))
         await eventually(lambda: formatted == ["node-a"])  # scraped again: rendered ahead again
     finally:
         task.cancel()
@@ -574,10 +557,7 @@ async def test_a_scrape_holding_the_rendering_is_answered_304_until_it_changes()
         store.upsert(unchanged)  # a new record, the same figures: the same text
         same = await client.get("/metrics/capacity", headers={"if-none-match": tag})
         assert same.status_code == 304
-        changed = hand_made.objects()[0]
-        changed["metadata"]["resourceVersion"] = "2"
-        changed["status"]["allocation"]["cpu"] = "31"
-        store.upsert(changed)
+        store.upsert(node_a_allocating("31", version="2"))
         fresh = await client.get("/metrics/capacity", headers={"if-none-match": tag})
         assert fresh.status_code == 200 and fresh.headers["etag"] != tag
         assert fresh.content != plain.content
