@@ -351,21 +351,15 @@ def test_placement_room_for_memory_is_its_own_arithmetic(
 ) -> None:
     """In whole MiB truncated toward zero, the ratio applied in binary floating point;
     judged by Placement's figures, whatever the bytes (fractions and negative ones too)."""
-    memory = ResourceCapacity(
-        name="memory",
-        physical=Decimal(_plain(physical)),
-        overcommit_ratio=Decimal(ratio),
-        reserved=Decimal(_plain(reserved)),
-        capacity=None,
-        booked=Decimal(_plain(booked)),
-        free=None,
-        allocated=None,
-        unallocated=None,
-        effective_capacity=None,
-        available=None,
-        basis=None,
-        used=None,
-    )
+    memory = capacity.compute_resources(
+        tracked=True,
+        physical={"memory": Decimal(_plain(physical))},
+        overcommit={"memory": Decimal(ratio)},
+        reserved={"memory": Decimal(_plain(reserved))},
+        booked={"memory": Decimal(_plain(booked))},
+        allocated={},
+        effective={},
+    )["memory"]
     total, held, used = (math.trunc(v / MiB) for v in (physical, reserved, booked))
     room = total - held if Decimal(ratio) == 1 else int(float(total - held) * float(ratio))
     free, maximum = capacity.judged(View.BOOKINGS)(memory, True)

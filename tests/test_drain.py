@@ -108,6 +108,8 @@ def test_a_migrating_consumer_moves_only_its_drained_booking() -> None:
     assert "src" not in after
     memory = after["dst"].resources["memory"]
     assert (memory.booked, memory.free) == (16 * GiB, 48 * GiB)
+    # What the next question judges it by: Placement's room, the moved booking taken.
+    assert capacity.judged(View.BOOKINGS)(memory, True) == (48 * GiB, 64 * GiB)
 
 
 def test_untracked_hosts_are_judged_in_aggregate_and_not_exact() -> None:

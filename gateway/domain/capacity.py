@@ -31,6 +31,7 @@ __all__ = [
     "fits",
     "fitting",
     "judged",
+    "placement_bounds",
     "placement_inventories",
     "placement_usages",
     "resource_class",
@@ -90,6 +91,7 @@ def _resource(
             unallocated = CONTEXT.subtract(capacity, allocated)
     tracked = booked is not None
     available = free if tracked else unallocated
+    placement_free, placement_max = placement_bounds(name, physical, ratio, reserved, booked)
     return ResourceCapacity(
         name=name,
         physical=physical,
@@ -104,7 +106,17 @@ def _resource(
         available=available,
         basis=None if available is None else Basis.BOOKINGS if tracked else Basis.ALLOCATION,
         used=booked if tracked else allocated,
+        # The same figure as free or physical (mostly) is taken as that object.
+        placement_free=_as(placement_free, free),
+        placement_max=_as(placement_max, physical),
     )
+
+
+def _as(value: Decimal | None, same: Decimal | None) -> Decimal | None:
+    """``same`` where ``value`` is the same figure spelled the same, else ``value``."""
+    if value is None or same is None or value.compare_total(same):
+        return value
+    return same
 
 
 def _floor_capacity(total: Decimal, reserved: Decimal, ratio: Decimal) -> Decimal:
@@ -156,7 +168,7 @@ def judged(view: View) -> Callable[[ResourceCapacity, bool], Bounds]:
     resource of a host whose bookings are tracked or not; None where unknown.
 
     Judged on bookings (the BOOKINGS view, or AVAILABLE on a tracked host), the room
-    is Placement's own (:func:`_placement_room`), so that a fit and a slot are
+    is Placement's own (:func:`placement_bounds`), so that a fit and a slot are
     exactly what Placement would grant; elsewhere the figures are the base-unit ones.
     """
     figure = figure_of(view)
@@ -165,13 +177,19 @@ def judged(view: View) -> Callable[[ResourceCapacity, bool], Bounds]:
 
     def bounds(resource: ResourceCapacity, tracked: bool) -> Bounds:
         if bookings or (available and tracked):
-            return _placement_room(resource)
+            return resource.placement_free, resource.placement_max
         return figure(resource), resource.physical
 
     return bounds
 
 
-def _placement_room(resource: ResourceCapacity) -> Bounds:
+def placement_bounds(
+    name: str,
+    total: Decimal | None,
+    ratio: Decimal,
+    reserved: Decimal | None,
+    used: Decimal | None,
+) -> Bounds:
     """Free room and max_unit in base units, as Placement computes them.
 
     Placement counts memory in whole MiB (its MEMORY_MB total is the physical bytes
@@ -179,13 +197,14 @@ def _placement_room(resource: ResourceCapacity) -> Bounds:
     ``int((total - reserved) * allocation_ratio)``, so a 100-core host at 1.15 takes
     114 vCPUs there, not 115. The figures the API shows stay exact (section 4);
     only the question "would Placement grant it" is answered in its arithmetic.
+
+    Computed once per resource when a record is made (:class:`ResourceCapacity`):
+    a fleet's fits judge every host (1.3 us a resource, 27 of canFit's 42 ms over
+    20,000 hosts when each fit worked it out again).
     """
-    total, reserved, used = resource.physical, resource.reserved, resource.booked
     if total is None or reserved is None or used is None:
         return None, None
-    ratio = resource.overcommit_ratio
-    if resource.name == "memory":
-        # In whole MiB, as Python ints: every fit and slot of a fleet judges this.
+    if name == "memory":
         mib, held = _whole_mib(total), _whole_mib(reserved)
         room = mib - held if ratio == ONE else int(float(mib - held) * float(ratio))
         return Decimal((room - _whole_mib(used)) * _MIB), Decimal(mib * _MIB)

@@ -301,12 +301,17 @@ def _took(resource: ResourceCapacity, amount: Decimal) -> ResourceCapacity:
     def minus(value: Decimal | None) -> Decimal | None:
         return None if value is None else CONTEXT.subtract(value, amount)
 
+    booked = plus(resource.booked)
+    room, _ = capacity.placement_bounds(
+        resource.name, resource.physical, resource.overcommit_ratio, resource.reserved, booked
+    )
     return msgspec.structs.replace(
         resource,
-        booked=plus(resource.booked),
+        booked=booked,
         free=minus(resource.free),
         allocated=plus(resource.allocated),
         unallocated=minus(resource.unallocated),
         available=minus(resource.available),
         used=plus(resource.used),
+        placement_free=room,
     )

@@ -250,6 +250,11 @@ class ResourceCapacity(Record, frozen=True):
     basis: Basis | None
     #: booked if bookings are tracked, else allocated: the usage ``available`` leaves out.
     used: Decimal | None
+    #: Placement's own free room and max_unit for a request, in base units and in its
+    #: arithmetic (gateway.domain.capacity.placement_bounds): what a fit or a slot judged
+    #: on bookings is judged against. Unknown where physical, reserved or booked is.
+    placement_free: Decimal | None
+    placement_max: Decimal | None
 
     @property
     def utilization(self) -> Decimal | None:
