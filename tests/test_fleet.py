@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.domain import fleet
+from gateway.domain.ledger import Ledger
 from gateway.domain.parse import parse_hypervisor
 from gateway.domain.quantity import CONTEXT
 from gateway.domain.records import Hypervisor
@@ -256,3 +257,14 @@ def test_totals_are_let_go_with_the_sums_they_were_made_of() -> None:
 
 def _alive(kind: type) -> int:
     return sum(isinstance(o, kind) for o in gc.get_objects())
+
+
+def test_the_resource_names_follow_the_hosts_that_report_them() -> None:
+    gpu = host("b", status={"capacity": {"cpu": "8", "nvidia.com/gpu": "2"}})
+    plain = host("a", status={"capacity": {"cpu": "8", "memory": "1Gi"}})
+    names = Ledger.of(fleet.resource_tally, [plain, gpu])
+    assert fleet.resource_names(names) == ["cpu", "memory", "nvidia.com/gpu"]
+    assert fleet.resource_names(names.apply([gpu], [])) == ["cpu", "memory"]
+    assert fleet.resource_names(names.apply([gpu, plain], [])) == []
+    again = host("b", status={"capacity": {"cpu": "16", "nvidia.com/gpu": "2"}})
+    assert names.apply([gpu], [again]) is names  # the same names: nothing moved

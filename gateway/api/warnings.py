@@ -26,9 +26,8 @@ def warn_unknown_resources(context: Context, names: Iterable[str | None]) -> Non
     asked = {name for name in names if name}
     if not asked:
         return
-    totals = context.ledger(fleet.tally(fleet.Grouping.NONE))
-    known = fleet.fleet_groups(totals, fleet.Grouping.NONE)[0].resources
-    for name in sorted(asked - known.keys()):
-        shown = ", ".join(sorted(known)[:SHOWN])
+    known = fleet.resource_names(context.ledger(fleet.resource_tally))
+    for name in sorted(asked - set(known)):
+        shown = ", ".join(known[:SHOWN])
         message = f"no hypervisor reports a resource named {name!r} (the fleet's: {shown})"
         context.warn(Code.UNKNOWN_RESOURCE, message)

