@@ -138,7 +138,7 @@ async def test_a_filter_whose_hosts_are_kept_is_counted_on_the_loop(
     monkeypatch.setattr(filters, "compile_filter", spied)
     store = Store()
     store.replace(generate(1_500, seed=1, bookings_per_host=2))
-    store.views.ledger(store.snapshot, fleet.tally(fleet.Grouping.NONE))  # its count kept
+    store.views.ledger(store.snapshot, fleet.resource_tally)  # the names it checks, kept
     limits = Limits()
     execution = Execution(schema._schema, limits)
     document = parse(
