@@ -34,6 +34,7 @@ __all__ = [
     "placement_bounds",
     "placement_inventories",
     "placement_usages",
+    "resource",
     "resource_class",
 ]
 
@@ -60,7 +61,7 @@ def compute_resources(
     """
     names = sorted({*physical, *reserved, *booked, *allocated})
     return {
-        name: _resource(
+        name: resource(
             name,
             physical.get(name),
             overcommit.get(name, ONE),
@@ -73,7 +74,7 @@ def compute_resources(
     }
 
 
-def _resource(
+def resource(
     name: str,
     physical: Decimal | None,
     ratio: Decimal,
@@ -82,6 +83,9 @@ def _resource(
     allocated: Decimal | None,
     effective: Decimal | None,
 ) -> ResourceCapacity:
+    """One resource's figures from what the host says of it (``reserved`` and ``booked``
+    None where its bookings are not tracked): the record's, and a drain plan's target
+    once an instance came."""
     capacity = free = unallocated = None
     if physical is not None:
         capacity = _floor_capacity(physical, reserved or ZERO, ratio)

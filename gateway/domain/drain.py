@@ -293,25 +293,18 @@ def _grown(host: Hypervisor, added: Amounts) -> Hypervisor:
 
 def _took(resource: ResourceCapacity, amount: Decimal) -> ResourceCapacity:
     """A resource's figures after an instance of ``amount`` came: booked where tracked,
-    allocated where reported, and the free figures that follow from them."""
+    allocated where reported, and every figure that follows from them, made as the
+    record's own are (capacity.resource)."""
 
     def plus(value: Decimal | None) -> Decimal | None:
         return None if value is None else CONTEXT.add(value, amount)
 
-    def minus(value: Decimal | None) -> Decimal | None:
-        return None if value is None else CONTEXT.subtract(value, amount)
-
-    booked = plus(resource.booked)
-    room, _ = capacity.placement_bounds(
-        resource.name, resource.physical, resource.overcommit_ratio, resource.reserved, booked
-    )
-    return msgspec.structs.replace(
-        resource,
-        booked=booked,
-        free=minus(resource.free),
-        allocated=plus(resource.allocated),
-        unallocated=minus(resource.unallocated),
-        available=minus(resource.available),
-        used=plus(resource.used),
-        placement_free=room,
+    return capacity.resource(
+        resource.name,
+        resource.physical,
+        resource.overcommit_ratio,
+        resource.reserved,
+        plus(resource.booked),
+        plus(resource.allocated),
+        resource.effective_capacity,
     )
