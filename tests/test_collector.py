@@ -8,7 +8,7 @@ import weakref
 
 import pytest
 
-from gateway.store.collector import Spacing, collector_paused, settle
+from gateway.store.collector import Spacing, collector_paused, freeze, settle
 
 
 def test_collector_is_paused_inside_and_restored_after() -> None:
@@ -108,6 +108,26 @@ def test_a_cycle_alive_at_one_settle_is_collected_at_the_next_thorough_one() -> 
         settle(thorough=False)
         assert gone() is not None  # ... the next thorough one
         settle()
+        assert gone() is None
+    finally:
+        gc.unfreeze()
+
+
+def test_a_freeze_collects_nothing_and_a_thorough_settle_frees_its_cycles() -> None:
+    """The first settle, after a whole new set, only freezes: a collection would walk
+    every new record for nothing. A cycle that was garbage all the same is kept until
+    the next thorough settle, not for good."""
+    gc.unfreeze()
+    try:
+        with collector_paused():
+            garbage = Cycle()
+            gone = weakref.ref(garbage)
+            del garbage
+            freeze()
+            assert gone() is not None and gc.get_freeze_count() > 0
+            settle(thorough=False)
+            assert gone() is not None
+            settle()
         assert gone() is None
     finally:
         gc.unfreeze()

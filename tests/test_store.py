@@ -445,13 +445,18 @@ def test_the_store_settles_every_25_changes_and_collects_all_once_per_fleet(
     """A settle walks what was made since the last one: often, so each pause is short.
     A thorough one walks the whole heap (a pause growing with the fleet): once per the
     fleet's size in changes, at least 1,000, which still frees what requests in flight
-    at the settles before left behind. The first is not: nothing is frozen yet."""
-    settles: list[tuple[int, bool]] = []
+    at the settles before left behind. The first collects nothing (a whole new set left
+    no cyclic garbage) and only freezes."""
+    settles: list[tuple[int, bool | None]] = []
 
     def settle(thorough: bool) -> None:
         settles.append((store.snapshot.generation, thorough))
 
+    def freeze() -> None:
+        settles.append((store.snapshot.generation, None))
+
     monkeypatch.setattr(store_module, "settle", settle)
+    monkeypatch.setattr(store_module, "freeze", freeze)
     # A clock that stands still: the changes alone decide (a settle that took long on a
     # busy machine would otherwise put the next thorough one off; see the test below).
     store = Store(clock=lambda: 0.0)
@@ -459,6 +464,8 @@ def test_the_store_settles_every_25_changes_and_collects_all_once_per_fleet(
     for version in range(2, 4002):
         store.upsert(host(f"node-{version % 2000}", str(version)))
     assert [generation for generation, _ in settles] == list(range(1, 4002, 25))
+    assert settles[0] == (1, None)
+    assert [generation for generation, thorough in settles if thorough is None] == [1]
     assert [generation for generation, thorough in settles if thorough] == [2001, 4001]
 
     settles.clear()
@@ -486,6 +493,7 @@ def test_a_thorough_settle_waits_a_thousand_times_the_pause_of_the_last(
             now[0] += 0.5  # the whole heap's walk: none again for 500 s
 
     monkeypatch.setattr(store_module, "settle", settle)
+    monkeypatch.setattr(store_module, "freeze", lambda: None)
     store = Store(clock=lambda: now[0])
     store.replace([host(f"node-{n}", "1") for n in range(2000)])
     for version in range(2, 8002):

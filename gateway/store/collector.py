@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 
 from gateway.store import heap
 
-__all__ = ["Spacing", "collector_paused", "settle"]
+__all__ = ["Spacing", "collector_paused", "freeze", "settle"]
 
 #: The collector's generations: a collection of the oldest is a whole one.
 _YOUNGER, _OLDEST = 1, 2
@@ -61,7 +61,7 @@ def settle(*, thorough: bool = True) -> None:
     took 1.9 ms: 4-6% of the gateway's CPU). The store settles
     every 25 changes, thoroughly once per its fleet's size in changes (at least
     1,000) and no sooner than a thousand times the last thorough pause; its first
-    settle (the initial state's) is not thorough: nothing is frozen yet.
+    (the initial state's) collects nothing: see :func:`freeze`.
 
     Then the C heap is trimmed: building a fleet frees far more than it keeps (a
     page of raw JSON objects per page of records), and glibc keeps freed memory
@@ -70,6 +70,18 @@ def settle(*, thorough: bool = True) -> None:
     if thorough:
         gc.unfreeze()
     gc.collect(_OLDEST if thorough else _YOUNGER)
+    freeze()
+
+
+def freeze() -> None:
+    """Take everything alive now out of the cyclic collector's reach as it is, without
+    collecting first, then trim the C heap: :func:`settle` for a whole new set, built
+    with the collector paused (:func:`collector_paused`), which leaves no cyclic
+    garbage behind (none found at 1,000 and 20,000 hosts from the API server, nor at
+    2,000 from files), so that a young collection would walk every object of the fleet
+    for nothing: 7-9 ms of a start at 1,000 hosts, 190 ms at 20,000. Whatever cycle
+    is garbage all the same lives until the next thorough settle.
+    """
     gc.freeze()
     heap.trim()
 
