@@ -140,10 +140,10 @@ class Kept:
         self._lock = threading.Lock()
         #: Whether a selection (by type and field nodes) of an operation reads only its
         #: record, while the operation lives; the nodes are held with the answer, so
-        #: that their ids are not reused meanwhile.
-        self._pure: weakref.WeakKeyDictionary[
-            OperationDefinitionNode, dict[tuple[int, ...], tuple[tuple[FieldNode, ...], bool]]
-        ] = weakref.WeakKeyDictionary()
+        #: that their ids are not reused meanwhile. By the operation's id, beside a weak
+        #: reference to it: a node's hash is its whole tree's, 4-6 us a lookup of
+        #: bench.churn's queries, where a mapping weak by key hashes it at every one.
+        self._pure: dict[int, _Judged] = {}
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -211,8 +211,10 @@ class Kept:
     ) -> bool:
         """Whether every field the ``nodes`` select on ``object_type`` reads only the object."""
         key = (id(object_type), *map(id, nodes))
-        judged = self._pure.get(operation)
-        known = None if judged is None else judged.get(key)
+        judged = self._pure.get(id(operation))
+        if judged is None or judged.operation() is not operation:
+            judged = None
+        known = None if judged is None else judged.selections.get(key)
         if known is not None and known[0] == nodes:
             return known[1]
         walk = _Purity(fragments)
@@ -221,8 +223,30 @@ class Kept:
             for n in nodes
         )
         with self._lock:
-            self._pure.setdefault(operation, {})[key] = (nodes, found)
+            if judged is None:
+                judged = self._pure[id(operation)] = _Judged(operation, self._pure)
+            judged.selections[key] = (nodes, found)
         return found
+
+
+class _Judged:
+    """The selections of one operation judged pure or not, filed in ``judged`` by the
+    operation's id until the operation goes. A weak reference's callback runs as the
+    operation is freed, before its id can name another; it takes no lock, since that
+    may be in a thread holding one."""
+
+    __slots__ = ("operation", "selections")
+
+    def __init__(self, operation: OperationDefinitionNode, judged: dict[int, _Judged]) -> None:
+        key = id(operation)
+
+        def forget(reference: weakref.ref[OperationDefinitionNode]) -> None:
+            if (found := judged.get(key)) is not None and found.operation is reference:
+                del judged[key]
+
+        self.operation = weakref.ref(operation, forget)
+        #: (type, field node ids) -> (the field nodes, whether they read only the record).
+        self.selections: dict[tuple[int, ...], tuple[tuple[FieldNode, ...], bool]] = {}
 
 
 def object_bytes(completed: Completed) -> int:
