@@ -19,6 +19,7 @@ from strawberry.types import Info
 from gateway.api.codes import Code
 from gateway.api.context import Context
 from gateway.api.enums import EvictionState
+from gateway.api.inputs import built_once
 from gateway.api.scalars import Condition, Quantity
 from gateway.domain import evictions as domain
 from gateway.store.evictions import EvictionSnapshot
@@ -104,6 +105,7 @@ class Eviction:
         return root.created
 
 
+@built_once
 @strawberry.input(description="Conditions an eviction must meet; all given ones must hold.")
 class EvictionFilter:
     hypervisor: str | None = strawberry.field(

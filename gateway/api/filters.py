@@ -12,6 +12,7 @@ from gateway.api.arguments import UUID, LabelSelector, ResourceName
 from gateway.api.budget import Budget
 from gateway.api.eligibility import catalog_flavor
 from gateway.api.enums import CapacityView
+from gateway.api.inputs import built_once
 from gateway.api.pagination import Position
 from gateway.api.scalars import Quantity
 from gateway.domain import capacity, slots
@@ -34,6 +35,7 @@ Predicate = Callable[[domain.Hypervisor], bool]
 ORDER_RESOURCE = "memory"
 
 
+@built_once
 @strawberry.input(description="An amount of one resource a workload asks for.")
 class ResourceRequest:
     resource: ResourceName = strawberry.field(description="Resource key: cpu, memory, DISK_GB, ...")
@@ -43,6 +45,7 @@ class ResourceRequest:
     )
 
 
+@built_once
 @strawberry.input(description="Conditions a hypervisor must meet; all given ones must hold.")
 class HypervisorFilter:
     names: list[str] | None = strawberry.field(default=None, description="Any of these names.")
@@ -135,6 +138,7 @@ class OrderDirection(Enum):
     DESC = strawberry.enum_value("DESC", description="Largest first.")
 
 
+@built_once
 @strawberry.input(
     description="Ordering; ties by name. Unknown (null) values come last in both directions."
 )

@@ -33,6 +33,7 @@ from gateway.api.filters import (
     position,
     position_key,
 )
+from gateway.api.inputs import built_once
 from gateway.api.nodes import Node, parse_global_id
 from gateway.api.objects import Consumer, ConsumerRecord, Hypervisor, consumer_view
 from gateway.api.pagination import Connection, Cursor, Position, paginate
@@ -135,6 +136,7 @@ def _timestamp(epoch: float | None) -> str | None:
     return datetime.datetime.fromtimestamp(epoch, datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
+@built_once
 @strawberry.input(description="Conditions a consumer must meet; all given ones must hold.")
 class ConsumerFilter:
     project_id: str | None = strawberry.field(default=None, description="OpenStack project.")
