@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import strawberry
 from graphql import FieldNode, GraphQLInputObjectType, OperationDefinitionNode, parse
-from graphql.execution.values import get_argument_values
+from graphql.execution.values import VariableValues, get_argument_values, get_variable_values
 from strawberry.types.arguments import InputContext, convert_argument, convert_arguments
 from strawberry.types.base import StrawberryObjectDefinition, get_object_definition
 
@@ -49,7 +49,32 @@ QUERIES = [
 ]
 
 
-def converted(query: str) -> dict[str, Any]:
+#: Queries with variables: graphql-core coerces their values, not literals.
+WITH_VARIABLES = [
+    (
+        "query($f: HypervisorFilter, $o: HypervisorOrder) {"
+        " hypervisors(filter: $f, orderBy: $o) { totalCount } }",
+        {
+            "f": {
+                "names": ["a"],
+                "zone": None,
+                "canFit": [{"resource": "cpu", "amount": "2"}],
+                "view": "ALLOCATION",
+                "maintenance": [],
+            },
+            "o": {"field": "BOOKED", "direction": "DESC"},
+        },
+    ),
+    ("query($f: HypervisorFilter) { hypervisors(filter: $f) { totalCount } }", {"f": {}}),
+    ("query($f: HypervisorFilter) { hypervisors(filter: $f) { totalCount } }", {"f": None}),
+    (
+        "query($c: ConsumerFilter) { consumers(filter: $c) { totalCount } }",
+        {"c": {"projectId": "p", "migrating": False}},
+    ),
+]
+
+
+def converted(query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
     """The arguments of ``query``'s root field as its resolver gets them."""
     operation = parse(query).definitions[0]
     assert isinstance(operation, OperationDefinitionNode)
@@ -57,7 +82,13 @@ def converted(query: str) -> dict[str, Any]:
     assert isinstance(node, FieldNode)
     query_type = schema._schema.query_type
     assert query_type is not None
-    raw = get_argument_values(query_type.fields[node.name.value], node, None)
+    values = None
+    if variables is not None:
+        values = get_variable_values(
+            schema._schema, operation.variable_definitions or (), variables
+        )
+        assert isinstance(values, VariableValues), values
+    raw = get_argument_values(query_type.fields[node.name.value], node, values)
     field = schema.get_field_for_type(node.name.value, "Query")
     assert field is not None
     converter = schema.schema_converter
@@ -76,12 +107,12 @@ def strawberrys_own(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(get_object_definition(cls, strict=True), "from_input", None)
 
 
-@pytest.mark.parametrize("query", QUERIES)
-def test_the_arguments_are_strawberrys_own(query: str) -> None:
-    built = converted(query)
+@pytest.mark.parametrize(("query", "variables"), [(q, None) for q in QUERIES] + WITH_VARIABLES)
+def test_the_arguments_are_strawberrys_own(query: str, variables: dict[str, Any] | None) -> None:
+    built = converted(query, variables)
     with pytest.MonkeyPatch.context() as monkeypatch:
         strawberrys_own(monkeypatch)
-        own = converted(query)
+        own = converted(query, variables)
     assert built == own
     assert [type(v) for v in built.values()] == [type(v) for v in own.values()]
 
