@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import apply, capacity_metrics
+from bench import answers, apply, capacity_metrics
 from bench.fleet import loaded_once
 from bench.latency import Poller
 from bench.live import measure
@@ -77,6 +77,14 @@ def test_the_apply_figures_come_from_a_loaded_store() -> None:
 
     assert parse.n == applied.n == 4
     assert parse.median > 0 and applied.median > 0
+
+
+async def test_the_answers_figures_time_every_query_kind_through_the_app() -> None:
+    figures = await answers.measure(size=30, bookings=3, runs=3)
+    assert set(figures) == {"zones", "page", "fit", "host", "bare"}
+    for changed, unchanged in figures.values():
+        assert changed.n == unchanged.n == 3
+        assert changed.median > 0 and unchanged.median > 0
 
 
 def test_the_capacity_scrape_figures_come_from_a_loaded_store() -> None:
