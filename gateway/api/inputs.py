@@ -14,6 +14,10 @@ out on its first call and keeps, per field, how its value becomes the Python one
 - **each built** by its own table: a list of input types built so;
 - **converted** by Strawberry, as before: anything else (a nested input, a
   ``Maybe``, a ``GlobalID``), a nested type with the hook building itself.
+
+A type with the hook is not checked for a null in a ``Maybe`` field by
+Strawberry's validation: its conversion refuses one instead (none of the
+schema's inputs has such a field).
 """
 
 from __future__ import annotations
