@@ -149,6 +149,7 @@ class Probe:
     plain: str | None
     requests: list[ResourceRequest | None] | None
     many: list[int] | None = None
+    maybe: strawberry.Maybe[str | None] = None
 
 
 @pytest.mark.parametrize(
@@ -157,6 +158,8 @@ class Probe:
         {},
         {"plain": "x", "many": [1, 2], "requests": [{"resource": "cpu", "amount": 1}, None]},
         {"plain": None, "requests": None},
+        {"maybe": None},
+        {"maybe": "set"},
     ],
 )
 def test_a_field_left_out_is_what_strawberry_makes_it(

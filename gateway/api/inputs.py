@@ -89,18 +89,20 @@ class _Builder:
             if name not in value:
                 continue
             given = value[name]
-            if how is _How.AS_IS or given is None or given is UNSET:
+            if how is _How.AS_IS:
+                kwargs[python_name] = given
+            elif how is _How.CONVERTED:  # a null too: a Maybe's is Some(None), or refused
+                kwargs[python_name] = context.convert(given, type_, *at, name)
+            elif given is None or given is UNSET:
                 kwargs[python_name] = given
             elif how is _How.COPIED:
                 kwargs[python_name] = list(given)
-            elif how is _How.EACH_BUILT:
+            else:
                 builder, origin = type_
                 kwargs[python_name] = [
                     None if item is None else builder.build(origin, item, context, (*at, name, i))
                     for i, item in enumerate(given)
                 ]
-            else:
-                kwargs[python_name] = context.convert(given, type_, *at, name)
         return cls(**kwargs)
 
     def _table(self, context: InputContext) -> list[_Field]:
