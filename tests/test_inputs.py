@@ -144,7 +144,8 @@ def test_a_list_is_the_requests_own() -> None:
 @built_once
 @strawberry.input
 class Probe:
-    """Fields no input of the schema has today: none published as a default."""
+    """Fields no input of the schema has today: without a published default, items that
+    may be null, a Maybe."""
 
     plain: str | None
     requests: list[ResourceRequest | None] | None
@@ -162,9 +163,10 @@ class Probe:
         {"maybe": "set"},
     ],
 )
-def test_a_field_left_out_is_what_strawberry_makes_it(
+def test_fields_no_input_has_yet_are_what_strawberry_makes_them(
     raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Left out (Strawberry's implicit None), null (a Maybe's Some(None)), or given."""
     converter = schema.schema_converter
     built = Probe.__strawberry_definition__.from_input(  # type: ignore[attr-defined]
         Probe, raw, context()
