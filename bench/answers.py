@@ -20,7 +20,6 @@ what the gateway adds to any ASGI app's request.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import copy
 import json
@@ -31,6 +30,7 @@ from typing import Any
 
 from bench.bare_app import app as bare_app
 from bench.churn.phase import QUERIES
+from bench.options import fleet_parser, sizes
 from bench.stats import Summary
 from gateway.cli import build_cache
 from gateway.http.app import create_app
@@ -139,26 +139,27 @@ async def _timed(app: App, body: bytes) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.answers", description=__doc__)
-    parser.add_argument("--sizes", default="1000,20000", help="comma-separated fleet sizes")
-    parser.add_argument("--bookings", type=int, default=40, help="bookings per host (default 40)")
+    parser = fleet_parser("python -m bench.answers", __doc__, "1000,20000")
     parser.add_argument("--runs", type=int, default=300, help="answers timed per kind and size")
     args = parser.parse_args()
     print("| Hosts | query | after a change, median / p99 | : bare | unchanged, median | : bare |")
     print("|---|---|---|---|---|---|")
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in sizes(args.sizes):
         figures = asyncio.run(measure(size, args.bookings, args.runs))
         floor = figures["bare"][0].median
         print(f"| {size:,} | bare Starlette | {floor * 1e6:.0f} us | 1 | | |")
         for kind in QUERIES:
-            changed, unchanged = figures[kind]
-            print(
-                f"| {size:,} | {kind} | {changed.median * 1e6:.0f} / {changed.p99 * 1e6:.0f} us"
-                f" | {changed.median / floor:.1f}x | {unchanged.median * 1e6:.0f} us"
-                f" | {unchanged.median / floor:.1f}x |",
-                flush=True,
-            )
+            print(_row(size, kind, *figures[kind], floor), flush=True)
     return 0
+
+
+def _row(size: int, kind: str, changed: Summary, unchanged: Summary, floor: float) -> str:
+    """One kind's line of the table, its medians also as multiples of the bare app's."""
+    return (
+        f"| {size:,} | {kind} | {changed.median * 1e6:.0f} / {changed.p99 * 1e6:.0f} us"
+        f" | {changed.median / floor:.1f}x | {unchanged.median * 1e6:.0f} us"
+        f" | {unchanged.median / floor:.1f}x |"
+    )
 
 
 if __name__ == "__main__":

@@ -10,12 +10,12 @@ it must not grow with the fleet.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import sys
 import time
 
+from bench.options import fleet_parser, sizes
 from bench.stats import Summary
 from gateway.domain.parse import parse_hypervisor
 from gateway.sources.demo.source import generate
@@ -48,14 +48,12 @@ def measure(size: int, bookings: int, events: int) -> tuple[Summary, Summary]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.apply", description=__doc__)
-    parser.add_argument("--sizes", default="1000,5000,20000", help="comma-separated fleet sizes")
-    parser.add_argument("--bookings", type=int, default=40, help="bookings per host (default 40)")
+    parser = fleet_parser("python -m bench.apply", __doc__, "1000,5000,20000")
     parser.add_argument("--events", type=int, default=500, help="events applied per size")
     args = parser.parse_args()
     print("| Hosts | parse alone, median | apply, median / p99 | apply / parse |")
     print("|---|---|---|---|")
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in sizes(args.sizes):
         parse, apply = measure(size, args.bookings, args.events)
         print(
             f"| {size:,} | {parse.median * 1e6:.0f} us | {apply.median * 1e6:.0f} / "

@@ -10,11 +10,11 @@ says how many such passes a drain costs, whatever the machine.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections import Counter
 
+from bench.options import fleet_parser, sizes
 from bench.stats import Summary
 from gateway.domain import fleet
 from gateway.domain.drain import plan_drain
@@ -57,17 +57,15 @@ def _block(hosts: list[Hypervisor], size: int) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.drain", description=__doc__)
-    parser.add_argument("--sizes", default="1000,5000", help="comma-separated fleet sizes")
+    parser = fleet_parser("python -m bench.drain", __doc__, "1000,5000")
     parser.add_argument("--block", type=int, default=100, help="hosts drained (default 100)")
-    parser.add_argument("--bookings", type=int, default=40, help="bookings per host (default 40)")
     parser.add_argument("--runs", type=int, default=5, help="plans per size (default 5)")
     args = parser.parse_args()
     print(
         "| Hosts | drained | moved / unplaced | plan, median | fleet count, median | plan / count |"
     )
     print("|---|---|---|---|---|---|")
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in sizes(args.sizes):
         plan, count, drained, moved, left = measure(size, args.block, args.bookings, args.runs)
         print(
             f"| {size:,} | {drained} | {moved:,} / {left:,} | {plan.median * 1e3:.0f} ms "
