@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import shlex
@@ -11,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from bench import churn
+from bench.options import fleet_parser, sizes
 from bench.report import markdown
 from bench.run import Options, run
 from bench.stats import plain
@@ -19,11 +19,7 @@ from harness.processes import stop_on_terminate
 
 def main() -> int:
     stop_on_terminate()
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument(
-        "--sizes", default="5000", help="comma-separated fleet sizes (default 5000)"
-    )
-    parser.add_argument("--bookings", type=int, default=40, help="bookings per host (default 40)")
+    parser = fleet_parser("python -m bench", __doc__, "5000")
     parser.add_argument("--runs", type=int, default=30, help="timed runs of each uncached query")
     parser.add_argument("--cached-runs", type=int, default=300, help="timed runs of cached queries")
     parser.add_argument("--writes", type=int, default=300, help="writes for the delay figures")
@@ -51,7 +47,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hgw-bench-") as tmp:
         logs = args.logs or Path(tmp)
         logs.mkdir(parents=True, exist_ok=True)
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in sizes(args.sizes):
             options = Options(
                 size=size,
                 bookings=args.bookings,

@@ -33,7 +33,6 @@ cold, after one event and after a status round under 100 ms at 20,000 hosts.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import copy
 import json
@@ -44,6 +43,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bench.options import fleet_parser, sizes
 from bench.stats import Summary, sample
 from gateway.domain.flavors import load_catalog
 from gateway.http.capacity_metrics import CapacityExposition
@@ -138,8 +138,9 @@ def measure(size: int, runs: int) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.capacity_metrics", description=__doc__)
-    parser.add_argument("--sizes", default="1000,5000,20000", help="comma-separated fleet sizes")
+    parser = fleet_parser(
+        "python -m bench.capacity_metrics", __doc__, "1000,5000,20000", bookings=False
+    )
     parser.add_argument("--runs", type=int, default=30, help="scrapes after one event, per size")
     args = parser.parse_args()
     print(
@@ -149,7 +150,7 @@ def main() -> int:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     slow = False
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in sizes(args.sizes):
         m = measure(size, args.runs)
         slowest = max(m["cold"], m["event_p99"], m["status_round"])
         slow |= size >= 20000 and slowest > TARGET

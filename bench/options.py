@@ -1,4 +1,4 @@
-"""The command-line options the in-process benchmarks share: the fleets they load."""
+"""The command-line options every benchmark shares: the fleets it loads."""
 
 from __future__ import annotations
 
@@ -7,15 +7,21 @@ import argparse
 __all__ = ["fleet_parser", "sizes"]
 
 
-def fleet_parser(prog: str, description: str | None, default_sizes: str) -> argparse.ArgumentParser:
-    """A parser with ``--sizes`` (fleet sizes, comma-separated) and ``--bookings`` (per host)."""
+def fleet_parser(
+    prog: str, description: str | None, default_sizes: str, *, bookings: bool = True
+) -> argparse.ArgumentParser:
+    """A parser with ``--sizes`` (fleet sizes, comma-separated, read by :func:`sizes`) and,
+    for a benchmark that makes its fleets itself, ``--bookings`` (per host)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument(
         "--sizes",
         default=default_sizes,
         help=f"comma-separated fleet sizes (default {default_sizes})",
     )
-    parser.add_argument("--bookings", type=int, default=40, help="bookings per host (default 40)")
+    if bookings:
+        parser.add_argument(
+            "--bookings", type=int, default=40, help="bookings per host (default 40)"
+        )
     return parser
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import json
@@ -13,13 +12,13 @@ from pathlib import Path
 
 from bench.ceiling import Options, ceiling, markdown
 from bench.churn import Load
+from bench.options import fleet_parser, sizes
 from harness.processes import stop_on_terminate
 
 
 def main() -> int:
     stop_on_terminate()
-    parser = argparse.ArgumentParser(prog="python -m bench.ceiling", description=__doc__)
-    parser.add_argument("--sizes", default="20000", help="comma-separated fleet sizes")
+    parser = fleet_parser("python -m bench.ceiling", __doc__, "20000", bookings=False)
     parser.add_argument("--rates", default="100,333,1000", help="changes per second asked")
     parser.add_argument("--seconds", type=float, default=20, help="seconds per phase")
     parser.add_argument("--max-rate", type=float, default=16_000, help="stop doubling here")
@@ -47,7 +46,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hgw-ceiling-") as tmp:
         logs = args.logs or Path(tmp)
         logs.mkdir(parents=True, exist_ok=True)
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in sizes(args.sizes):
             cluster = args.cluster / str(size) if args.cluster else None
             options = Options(
                 args.record_rate,

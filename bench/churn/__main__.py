@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import sys
@@ -10,13 +9,13 @@ import tempfile
 from pathlib import Path
 
 from bench.churn import Load, churn, markdown
+from bench.options import fleet_parser, sizes
 from harness.processes import stop_on_terminate
 
 
 def main() -> int:
     stop_on_terminate()
-    parser = argparse.ArgumentParser(prog="python -m bench.churn", description=__doc__)
-    parser.add_argument("--sizes", default="1000,5000", help="comma-separated fleet sizes")
+    parser = fleet_parser("python -m bench.churn", __doc__, "1000,5000", bookings=False)
     parser.add_argument("--rates", default="10,100", help="comma-separated changes per second")
     parser.add_argument("--seconds", type=float, default=30, help="seconds per phase")
     parser.add_argument(
@@ -40,7 +39,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hgw-churn-") as tmp:
         logs = args.logs or Path(tmp)
         logs.mkdir(parents=True, exist_ok=True)
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in sizes(args.sizes):
             runs.append(churn(size, rates, args.seconds, logs, log, readers))
             print(markdown(runs), flush=True)
     return 0
