@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
 
-from gateway.domain.bounded import Figures, Memos
+from gateway.domain.bounded import Figures, Memos, deep_size
+from gateway.domain.records import Aggregate, Origin
 from gateway.http.app import Budgets
 from gateway.http.cache import BoundedMemoryCache, ResponseCache
 from gateway.sources.demo.source import generate
@@ -23,6 +25,19 @@ class Fixed:
 
     def figures(self) -> Figures:
         return Figures(1, self.max_bytes // 2, 0, 0)
+
+
+def test_a_deep_size_counts_what_containers_and_records_hold_once_each() -> None:
+    text = "x" * 1000
+    assert deep_size(text) == sys.getsizeof(text)
+    pair = (text, text)
+    assert deep_size(pair) == sys.getsizeof(pair) + sys.getsizeof(text)
+    mapping = {"key": [text]}
+    inner = sys.getsizeof(["list"]) + sys.getsizeof(text)
+    assert deep_size(mapping) == sys.getsizeof(mapping) + sys.getsizeof("key") + inner
+    record = Aggregate(text, None, {}, Origin.SPEC)  # None and the enum are not its own
+    assert deep_size(record) == sys.getsizeof(record) + sys.getsizeof(text) + sys.getsizeof({})
+    assert deep_size(text, pair) == deep_size(pair)
 
 
 def test_the_budget_is_the_sum_of_every_memo_and_a_name_is_reported_once() -> None:

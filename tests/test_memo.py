@@ -7,30 +7,56 @@ from typing import Any
 
 import pytest
 
-from gateway.domain import memo
+from gateway.domain import lenient, memo
+from gateway.domain.bounded import deep_size
 from gateway.domain.lenient import Reader
-from gateway.domain.memo import Memo, by_spelling
+from gateway.domain.memo import Memo, by_spelling, readings
 from gateway.domain.parse import parse_hypervisor
 from tests.objects import hypervisor
 
 
 def test_an_entry_is_kept_once_asked_for_and_a_lone_one_is_forgotten() -> None:
     m: Memo[str, int] = Memo("test")
-    m.add("common", 1)
-    assert m.get("common") == 1  # the second sighting: kept for good
-    m.add("lone", 2)
+    m.add("common", 1, 1)
+    assert m.get("common", 2) == 1  # the second sighting: kept for good
+    m.add("lone", 2, 3)
     for i in range(memo.CANDIDATES):  # hosts' own entries, each seen once
-        m.add(f"host-{i}", i)
-    assert m.get("lone") is None
-    assert m.get("common") == 1
+        m.add(f"host-{i}", i, 4 + i)
+    assert m.get("lone", 0) is None
+    assert m.get("common", 0) == 1
+    assert m.kept("common") == 1 and m.figures().entries == 1
+
+
+def test_an_object_repeating_itself_is_no_second_sighting() -> None:
+    m: Memo[str, int] = Memo("test")
+    m.add("own", 1, 7)
+    assert m.get("own", 7) == 1  # found again while reading the same object: shared
+    assert m.kept("own") is None and m.figures().entries == 0
+    assert m.get("own", 8) == 1 and m.kept("own") == 1  # another object: kept
+
+
+def test_a_hosts_own_maps_are_shared_within_it_but_not_kept() -> None:
+    """Both NUMA cells of a host report the same allocation, unlike any other host's."""
+    cell = {
+        "capacity": {"cpu": "32", "memory": "256Gi"},
+        "allocation": {"cpu": "7", "memory": "77Gi"},
+    }
+    status = {"cells": [{"cellID": 0, **cell}, {"cellID": 1, **cell}]}
+    record = parse_hypervisor(hypervisor("own-cells", status=status))
+    first, second = record.cells
+    assert first.allocation is second.allocation
+    assert lenient._READ.kept((("cpu", "7"), ("memory", "77Gi"))) is None
+    other = parse_hypervisor(hypervisor("same-hardware", status=status))
+    assert other.cells[0].capacity is first.capacity  # hosts of one hardware share
+    assert lenient._READ.kept((("cpu", "32"), ("memory", "256Gi"))) is first.capacity
 
 
 def test_share_hands_out_the_first_of_equal_values() -> None:
     m: Memo[str, list[int]] = Memo("test")
     first, second = [1], [1]
-    assert m.share("k", first) is first
-    assert m.share("k", second) is first
-    assert m.share("k", [1]) is first
+    assert m.share("k", first, readings()) is first
+    assert m.share("k", second, readings()) is first
+    assert m.share("k", [1], readings()) is first
 
 
 def _counting() -> tuple[list[Any], Any]:
@@ -94,9 +120,18 @@ def test_hosts_of_one_building_block_share_their_memberships() -> None:
 def test_entries_are_kept_within_the_budget_and_reported() -> None:
     m: Memo[str, str] = Memo("test", max_bytes=1000)
     for i in range(100):
-        m.add(f"key-{i}", "v" * 50)
-        assert m.get(f"key-{i}") is not None  # asked twice: kept while there is room
+        m.add(f"key-{i}", "v" * 50, 1)
+        assert m.get(f"key-{i}", 2) is not None  # asked twice: kept while there is room
     figures = m.figures()
     assert 0 < figures.entries < 100 and figures.bytes <= 1000
     assert figures.hits == 100
-    assert m.get("key-0") is not None and m.get("key-99") is None  # the first kept stay
+    assert m.kept("key-0") is not None and m.kept("key-99") is None  # the first kept stay
+
+
+def test_an_entry_is_charged_with_all_it_holds() -> None:
+    m: Memo[tuple[tuple[str, str], ...], dict[str, str]] = Memo("test")
+    key = tuple((f"name-{i}", "x" * 100) for i in range(10))
+    value = {f"name-{i}": "y" * 100 for i in range(10)}
+    m.add(key, value, 1)
+    m.get(key, 2)
+    assert m.figures().bytes == deep_size(key, value) > 2 * 10 * 100

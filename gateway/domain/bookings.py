@@ -62,7 +62,9 @@ def _consumer(
     if type(body) is not dict:
         body = p.mapping(body, f"spec.bookings[{i}].consumer")
     raw = body.get("resources")
-    resources = remembered(raw) or p.amounts(raw, f"spec.bookings[{i}].consumer.resources")
+    resources = remembered(raw, p.reading) or p.amounts(
+        raw, f"spec.bookings[{i}].consumer.resources"
+    )
     uuid = body.get("uuid")
     if type(uuid) is not str or not _UUID.fullmatch(uuid):
         p.warn(

@@ -13,10 +13,12 @@ the budgets is what ``serve --help`` states memos may take in all.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterator
+from enum import Enum
 from typing import Protocol, TypeVar
 
-__all__ = ["Bounded", "BoundedT", "Figures", "Memos"]
+__all__ = ["Bounded", "BoundedT", "Figures", "Memos", "deep_size"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -71,3 +73,33 @@ class Memos:
     def budget(self) -> int:
         """The bytes every memo may take, in all."""
         return sum(memo.max_bytes for memo in self)
+
+
+_CONTAINERS = (tuple, list, set, frozenset)
+
+
+def deep_size(*roots: object) -> int:
+    """The bytes of ``roots`` and of all they hold, each object counted once.
+
+    Containers and records (msgspec Structs) are walked; None, booleans and enum
+    members are the process's own and count nothing. An object two entries share
+    is counted in each (a string, an amount), so a memo's sum of its entries is an
+    upper bound of what letting them go would free: a budget is never passed.
+    """
+    seen: set[int] = set()
+    total = 0
+    stack = list(roots)
+    while stack:
+        obj = stack.pop()
+        if obj is None or type(obj) is bool or isinstance(obj, Enum) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, _CONTAINERS):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        else:
+            stack.extend(getattr(obj, name) for name in getattr(obj, "__struct_fields__", ()))
+    return total

@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from gateway.domain.bounded import Figures
-from gateway.domain.memo import BUDGET, PARSING, Memo
+from gateway.domain.memo import BUDGET, PARSING, Memo, readings
 from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
 
 __all__ = [
@@ -35,6 +35,8 @@ class Reader:
 
     def __init__(self) -> None:
         self.warnings: list[str] = []
+        #: Which object this is, for the memos to tell its sightings from another's.
+        self.reading = readings()
 
     def warn(self, path: str, message: str) -> None:
         self.warnings.append(f"{path}: {message}")
@@ -83,7 +85,7 @@ class Reader:
             text = self.shared(item, f"{path}.{key}")
             if text is not None:
                 result[shared_string(str(key))] = text
-        return _shared(result)
+        return _shared(result, self.reading)
 
     def boolean(self, value: Any, path: str) -> bool | None:
         if value is None or isinstance(value, bool):
@@ -110,7 +112,7 @@ class Reader:
         mapping = self.mapping(value, path)
         try:
             key = tuple(mapping.items())
-            known = _READ.get(key)
+            known = _READ.get(key, self.reading)
         except TypeError:  # an unhashable value (a list, say): not a quantity either
             key, known = None, None
         if known is not None:
@@ -126,7 +128,7 @@ class Reader:
                 self.warn(f"{path}.{name}", f"negative amount {amount}; left out of all sums")
                 continue
             result[str(name)] = amount
-        shared = _shared(result)
+        shared = _shared(result, self.reading)
         # Only maps of strings that read cleanly are remembered by their spelling:
         # a key with True in it can then never find the entry of one with 1.
         if (
@@ -134,7 +136,7 @@ class Reader:
             and len(shared) == len(mapping)
             and all(type(raw) is str for _, raw in key)
         ):
-            _READ.add(key, shared)
+            _READ.add(key, shared, self.reading)
         return shared
 
     def ratios(self, value: Any, path: str) -> Mapping[str, Decimal]:
@@ -150,7 +152,7 @@ class Reader:
                 self.warn(f"{path}.{name}", f"ratio {raw!r} is below 1.0; ratio 1.0 used")
                 continue
             result[str(name)] = ratio
-        return _shared(result)
+        return _shared(result, self.reading)
 
 
 _MAPS: Memo[tuple[tuple[str, Any], ...], Mapping[str, Any]] = PARSING.add(Memo("maps"))
@@ -215,20 +217,20 @@ STRINGS = PARSING.add(SharedStrings())
 share = STRINGS.strings.setdefault
 
 
-def _shared(mapping: dict[str, _V]) -> Mapping[str, _V]:
+def _shared(mapping: dict[str, _V], reading: int) -> Mapping[str, _V]:
     """One copy of equal maps (never changed once read) that repeat across a fleet."""
-    return _MAPS.share(tuple(mapping.items()), mapping)
+    return _MAPS.share(tuple(mapping.items()), mapping, reading)
 
 
-def remembered(value: Any) -> Mapping[str, Decimal] | None:
+def remembered(value: Any, reading: int) -> Mapping[str, Decimal] | None:
     """The map :meth:`Reader.amounts` read from a resource map spelled like ``value``
-    before, if it did (and it had no warning); without a :class:`Reader` or a path,
-    for the hot loops that try it first."""
+    before, if it did (and it had no warning); without a path, for the hot loops
+    that try it first (``reading``: their :class:`Reader`'s)."""
     if type(value) is not dict:
         return None
     try:
         key = tuple(value.items())
-        return _READ.kept(key) or _READ.get(key)
+        return _READ.kept(key) or _READ.get(key, reading)
     except TypeError:  # an unhashable value: not a quantity, and never remembered
         return None
 
