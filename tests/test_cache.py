@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -31,6 +32,13 @@ REACHING = (
     "consumer { bookings { resources { name amount } } } } } } }"
 )
 QUERY = '{ fleetCapacity { resource(name: "cpu") { free booked } } hypervisors { nodes { name resource(name: "cpu") { free } } } }'
+#: The first two hosts in name order (node-a, node-b), and how many there are.
+PAGE = '{ hypervisors(first: 2) { totalCount pageInfo { hasNextPage endCursor } nodes { name resource(name: "cpu") { free } } } }'
+#: The hosts with 20 cpus available: node-a and node-d (node-b is overbooked, node-c has no status).
+FIT = '{ hypervisors(filter: {canFit: [{resource: "cpu", amount: "20"}]}, first: 1) { totalCount edges { cursor node { name } } } }'
+ZONES = "{ fleetCapacity(groupBy: ZONE) { key resources { name capacity booked free } } }"
+#: Sorted by a figure: every host's figure decides the page.
+BY_FREE = '{ hypervisors(orderBy: {field: FREE, resource: "cpu"}, first: 2) { nodes { name } } }'
 
 
 def with_cpu(name: str, cpu: int, rv: str) -> dict[str, Any]:
@@ -99,8 +107,6 @@ async def test_a_cached_answer_is_the_computed_one_byte_for_byte() -> None:
 
 async def test_a_store_change_is_seen_at_once() -> None:
     async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
-        import json
-
         before = json.loads(await gateway.ask())
         gateway.store.upsert(with_cpu("node-b", 10, "2"))  # node-b booked 4 + 10 = 14, free 50
         after = json.loads(await gateway.ask())
@@ -129,6 +135,57 @@ async def test_an_answer_that_read_the_fleet_ends_with_any_change() -> None:
         migrating["spec"]["bookings"][0]["consumer"]["resources"]["cpu"] = "5"
         gateway.store.upsert(migrating)
         assert await gateway.ask(REACHING) != before
+        assert gateway.cache.stats.hits == 0
+
+
+async def test_a_page_in_name_order_outlives_changes_beyond_it() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        first = await gateway.ask(PAGE)
+        gateway.store.upsert(with_cpu("node-c", 10, "2"))  # third in name order
+        assert await gateway.ask(PAGE) == first
+        assert gateway.cache.stats.hits == 1
+        gateway.store.upsert(with_cpu("node-b", 10, "3"))  # on the page
+        second = await gateway.ask(PAGE)
+        assert second != first
+        gateway.store.delete("node-d")  # beyond the page, but one host fewer
+        third = await gateway.ask(PAGE)
+        assert third != second
+        assert json.loads(third)["data"] == gateway.truth(PAGE)
+        assert gateway.cache.stats.hits == 1
+
+
+async def test_a_filters_page_outlives_changes_that_select_the_same_hosts() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        first = await gateway.ask(FIT)
+        assert json.loads(first)["data"]["hypervisors"]["totalCount"] == 2
+        gateway.store.upsert(with_cpu("node-c", 100, "2"))  # no status: fits nowhere
+        gateway.store.upsert(with_cpu("node-b", 100, "3"))  # still overbooked
+        assert await gateway.ask(FIT) == first
+        assert gateway.cache.stats.hits == 1
+        gateway.store.upsert(with_cpu("node-b", 1, "4"))  # 59 cpus free: it fits now
+        second = json.loads(await gateway.ask(FIT))
+        assert second["data"] == gateway.truth(FIT)
+        assert second["data"]["hypervisors"]["totalCount"] == 3
+        assert gateway.cache.stats.hits == 1
+
+
+async def test_fleet_totals_outlive_changes_that_move_no_sum() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        first = await gateway.ask(ZONES)
+        gateway.store.upsert(with_cpu("node-a", 4, "2"))  # a new version, the same figures
+        assert await gateway.ask(ZONES) == first
+        assert gateway.cache.stats.hits == 1
+        gateway.store.upsert(with_cpu("node-a", 5, "3"))
+        second = json.loads(await gateway.ask(ZONES))
+        assert second["data"] == gateway.truth(ZONES)
+        assert gateway.cache.stats.hits == 1
+
+
+async def test_a_page_sorted_by_a_figure_ends_with_any_change() -> None:
+    async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
+        await gateway.ask(BY_FREE)
+        gateway.store.upsert(with_cpu("node-c", 10, "2"))
+        await gateway.ask(BY_FREE)
         assert gateway.cache.stats.hits == 0
 
 
@@ -184,39 +241,41 @@ async def test_memory_cache_reads_what_aiocache_stores() -> None:
     assert await backend.get("c", namespace="other:") is None
 
 
+#: Every kind of answer the cache keeps: reading the fleet, hosts by name, a page of
+#: a kept list (the fleet's, a filter's), a ledger, and some of each at once.
+EVERY_KIND = [QUERY, "{ consumers { totalCount } }", REACHING, PAGE, FIT, ZONES, BY_FREE]
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
         st.one_of(
             st.tuples(
-                st.just("change"), st.sampled_from(["node-a", "node-b"]), st.integers(1, 300)
+                st.just("change"),
+                st.sampled_from(["node-a", "node-b", "node-c"]),
+                st.integers(1, 300),
             ),
             st.tuples(st.just("delete"), st.sampled_from(["node-a", "node-b", "node-c"])),
-            st.tuples(
-                st.just("query"),
-                st.sampled_from([QUERY, "{ consumers { totalCount } }", REACHING]),
-            ),
-            st.tuples(st.just("host"), st.sampled_from(["node-a", "node-b", "node-c"])),
         ),
-        max_size=30,
+        max_size=12,
     )
 )
 def test_cache_never_answers_older_than_the_store(steps: list[tuple[Any, ...]]) -> None:
-    async def run() -> None:
-        import json
+    """Every kind of answer, and a lookup of each host, asked after every change."""
 
+    async def run() -> None:
         async with Gateway(ResponseCache(BoundedMemoryCache())) as gateway:
-            for version, step in enumerate(steps, start=10):
+            for version, step in enumerate([("start",), *steps], start=10):
                 if step[0] == "change":
                     gateway.store.upsert(with_cpu(step[1], step[2], str(version)))
                 elif step[0] == "delete":
                     gateway.store.delete(step[1])
-                elif step[0] == "host":
-                    answer = json.loads(await gateway.ask(ONE_HOST, n=step[1]))
-                    assert answer["data"] == gateway.truth(ONE_HOST, n=step[1])
-                else:
-                    answer = json.loads(await gateway.ask(step[1]))
-                    assert answer["data"] == gateway.truth(step[1])
+                for query in EVERY_KIND:
+                    answer = json.loads(await gateway.ask(query))
+                    assert answer["data"] == gateway.truth(query)
+                for name in ("node-a", "node-b", "node-c"):
+                    answer = json.loads(await gateway.ask(ONE_HOST, n=name))
+                    assert answer["data"] == gateway.truth(ONE_HOST, n=name)
 
     asyncio.run(run())
 

@@ -15,7 +15,7 @@ from gateway.domain.records import Hypervisor
 from gateway.sources.demo.source import generate
 from gateway.store.snapshot import Snapshot
 from gateway.store.store import Store
-from gateway.store.views import Views
+from gateway.store.views import Views, ledger_key
 from tests.support import eventually
 
 ZONES = fleet.tally(fleet.Grouping.ZONE)
@@ -61,6 +61,22 @@ def test_a_view_is_carried_to_each_new_snapshot_and_read_there() -> None:
         assert carried.groups == Ledger.of(ZONES, store.snapshot.by_name.values()).groups
     assert views.made == made  # carried, never made again
     assert views.figures().hits == 5
+
+
+def test_a_peek_finds_the_view_kept_and_makes_none() -> None:
+    store, objects = fleet_of(20)
+    views = store.views
+    key = ledger_key(ZONES)
+    assert views.peek(store.snapshot, key) is None and views.made == 0
+    made = views.ledger(store.snapshot, ZONES)
+    assert views.peek(store.snapshot, key) is made
+    same = copy.deepcopy(objects[0])
+    same["metadata"]["resourceVersion"] = "again"  # a new version that moves no sum
+    store.upsert(same)
+    assert views.peek(store.snapshot, key) is made  # carried as the same value
+    store.upsert(resized(objects[0], "resized", 99))
+    moved = views.peek(store.snapshot, key)
+    assert moved is not None and moved is not made and views.made == 1
 
 
 def test_a_snapshot_still_held_reads_its_own_views() -> None:

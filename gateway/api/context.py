@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from gateway.api.budget import Budget
@@ -13,11 +13,12 @@ from gateway.domain.records import Hypervisor
 from gateway.store.consumers import Consumers
 from gateway.store.evictions import EvictionSnapshot
 from gateway.store.feed import Feed
+from gateway.store.ordered import Ordered
 from gateway.store.reads import Reads
 from gateway.store.snapshot import Snapshot
 from gateway.store.source import SyncStatus
 from gateway.store.store import Store
-from gateway.store.views import Views
+from gateway.store.views import Views, ledger_key
 
 __all__ = ["Context"]
 
@@ -36,6 +37,7 @@ class Context:
         "_hosts_read",
         "_read_fleet",
         "_snapshot",
+        "_views_read",
         "answers",
         "budget",
         "catalog",
@@ -85,6 +87,7 @@ class Context:
         self.budget: Budget | None = None
         self._read_fleet = False
         self._hosts_read: dict[str, Hypervisor | None] = {}
+        self._views_read: dict[Hashable, object] = {}
         #: What the answer's ``extensions.warnings`` say (gateway.api.warnings).
         self.warnings: list[dict[str, str]] = []
         #: What one operation works out once for all the fields that need it (a drain
@@ -117,12 +120,14 @@ class Context:
         """The sums ``tally`` keeps over the fleet, for a resolver (a read of the fleet).
 
         Kept by the store once counted; the first count is a pass over every host,
-        which an operation running on the event loop hands to a worker thread.
+        which an operation running on the event loop hands to a worker thread. The
+        answer depends on these sums only, not on every host.
         """
-        snapshot, views = self.snapshot, self.views
+        snapshot, views = self.pinned, self.views
         if not views.keeps(snapshot, tally) and self.budget is not None:
             self.budget.scan()
-        return views.ledger(snapshot, tally)
+        found = self._views_read[ledger_key(tally)] = views.ledger(snapshot, tally)
+        return found
 
     def consumers(self, *, ordered: bool = False) -> Consumers:
         """The fleet's consumers, for a resolver (a read of the fleet); ``ordered`` for
@@ -142,6 +147,22 @@ class Context:
         record = self._hosts_read[name] = self.pinned.by_name.get(name)
         return record
 
+    def paged(self, hosts: Sequence[Hypervisor], page: Iterable[Hypervisor]) -> None:
+        """Record a page of ``hosts`` read, for a resolver: ``page``, its records.
+
+        ``hosts`` in name order as the store keeps them (the fleet's order, a
+        filter's selection: an :class:`Ordered` view) hold no more than which hosts
+        are there: the answer depends on that view and on the page's records. Any
+        other list (sorted by a figure) depends on every host in it.
+        """
+        if not isinstance(hosts, Ordered):
+            self._read_fleet = True
+            return
+        key, value = hosts.view
+        self._views_read[key] = value
+        for record in page:
+            self._hosts_read[record.name] = record
+
     def warn(self, code: str, message: str) -> None:
         """Add a warning to the answer, once however often it is met."""
         warning = {"code": str(code), "message": message}
@@ -152,7 +173,7 @@ class Context:
         """What the resolvers read so far, for the cache (gateway.store.reads)."""
         if self._read_fleet:
             return Reads(self.pinned.generation)
-        return Reads(None, tuple(self._hosts_read.items()))
+        return Reads.narrow(self._hosts_read.items(), tuple(self._views_read.items()), self.views)
 
     def for_operation(self) -> Context:
         """A context pinned to the current snapshot, for one query.

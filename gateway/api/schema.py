@@ -1,7 +1,9 @@
 """The GraphQL schema: the ``Query`` root and the schema object.
 
-Every resolver reads the request's snapshot (``info.context.snapshot``) and the
-precomputed records in it; none of them talks to Kubernetes or the file system.
+Every resolver reads the request's snapshot through its context (the whole of it,
+``info.context.snapshot``, or less, which the context records: hosts by name, a
+page of a list the store keeps, a ledger) and the precomputed records in it; none
+of them talks to Kubernetes or the file system.
 """
 
 import datetime
@@ -189,10 +191,10 @@ class Query:
         context = info.context
         warn_unknown_resources(context, [*fitting(filter), order_by.resource if order_by else None])
         hosts, keys = ordered(
-            apply_filter(context.views, context.snapshot, filter, context.catalog, context.budget),
+            apply_filter(context.views, context.pinned, filter, context.catalog, context.budget),
             order_by,
         )
-        return paginate(
+        connection = paginate(
             hosts,
             keys,
             first,
@@ -202,6 +204,8 @@ class Query:
             info.context.max_page_size,
             info.context.warn,
         )
+        context.paged(hosts, connection.nodes)  # what the answer read of the fleet
+        return connection
 
     @strawberry.field(description="A consumer by UUID across all hypervisors, or null.")
     def consumer(
@@ -257,8 +261,11 @@ class Query:
     ) -> list[FleetGroup]:
         context = info.context
         warn_unknown_resources(context, fitting(filter))
+        # The fleet's totals are read from a ledger (context.ledger records which);
+        # a filter's hosts are summed, a read of the fleet.
+        snapshot = context.pinned if filter is None else context.snapshot
         return fleet_groups(  # type: ignore[return-value]
-            context.views, context.snapshot, filter, group_by, context.ledger, context.catalog
+            context.views, snapshot, filter, group_by, context.ledger, context.catalog
         )
 
     @strawberry.field(

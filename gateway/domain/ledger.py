@@ -54,7 +54,8 @@ _DECIMAL_BYTES = sys.getsizeof(Decimal("12345.678"))
 class Ledger:
     """Sums per group and cell of what ``tally`` says of each host."""
 
-    __slots__ = ("_nbytes", "groups", "tally")
+    # Weakly referable: an answer's reads name the ledger it read (gateway.store.reads).
+    __slots__ = ("__weakref__", "_nbytes", "groups", "tally")
 
     def __init__(self, tally: Tally, groups: dict[Hashable, Cells]) -> None:
         self.tally = tally

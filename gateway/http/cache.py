@@ -9,9 +9,10 @@ Which version decides depends on who shares the cache:
 
 * in memory (one replica), what the answer read (:mod:`gateway.store.reads`): the
   store generation, which grows on every change, for an answer that read the
-  fleet; the records of the hosts it read by name for one that read only those,
-  so that under churn an answer about one host lives until that host changes.
-  The reads are kept beside the key, and checked before the answer is served;
+  fleet; for one that read less, the records of the hosts it read and the
+  store's views it read (a page's list, a filter's hosts, a ledger of totals),
+  so that under churn an answer lives until what it shows changes. The reads
+  are kept beside the key, and checked before the answer is served;
 * in Redis (several replicas, each with its own informer), the resourceVersion
   the snapshot was taken at. Replicas that have applied the same events up to
   the same resourceVersion hold the same fleet, so they can share answers. A

@@ -10,12 +10,15 @@ and each record is looked up by name when it is read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Generic, TypeVar, overload
 
 from gateway.domain.records import Hypervisor
 
-__all__ = ["Mapped", "Ordered"]
+__all__ = ["FLEET_ORDER", "Mapped", "Ordered"]
+
+#: The key of the fleet's own order (a snapshot's names) among the views an answer reads.
+FLEET_ORDER: Hashable = ("names",)
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
@@ -47,10 +50,22 @@ class Mapped(Sequence[_V], Generic[_T, _V]):
 
 
 class Ordered(Mapped[str, Hypervisor]):
-    """The records of ``by_name``, in the order of ``names`` (its keys, sorted)."""
+    """The records of ``by_name``, in the order of ``names`` (its keys, sorted).
 
-    __slots__ = ("names",)
+    ``view``: the key the names are kept under, and the value kept (a filter's
+    selection; for the fleet's own, the generation since which it has had these
+    hosts): while the same, these are a later snapshot's names too
+    (gateway.store.reads).
+    """
 
-    def __init__(self, names: tuple[str, ...], by_name: Mapping[str, Hypervisor]) -> None:
+    __slots__ = ("names", "view")
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        by_name: Mapping[str, Hypervisor],
+        view: tuple[Hashable, object],
+    ) -> None:
         super().__init__(names, by_name.__getitem__)
         self.names = names
+        self.view = view

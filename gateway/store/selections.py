@@ -26,7 +26,8 @@ Predicate = Callable[[Hypervisor], bool]
 class Selection:
     """The names, sorted, of the hosts ``predicate`` selects."""
 
-    __slots__ = ("names", "predicate")
+    # Weakly referable: an answer's reads name the selection it read (gateway.store.reads).
+    __slots__ = ("__weakref__", "names", "predicate")
 
     def __init__(self, predicate: Predicate, names: tuple[str, ...]) -> None:
         self.predicate = predicate

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from gateway.domain.records import Hypervisor
-from gateway.store.ordered import Ordered
+from gateway.store.ordered import FLEET_ORDER, Ordered
 from gateway.store.shards import ShardedMap
 
 __all__ = ["Change", "ChangeType", "Snapshot"]
@@ -48,14 +48,16 @@ class Snapshot:
         generation: int,
         hypervisors: ShardedMap[Hypervisor],
         resource_version: str | None,
-        names: tuple[str, ...] | None = None,
+        same_hosts: Snapshot | None = None,
     ) -> None:
         self.generation = generation
         self.by_name = hypervisors
         #: The source's position at this change (a list or event resourceVersion).
         self.resource_version = resource_version
-        if names is not None:  # the same hosts as a snapshot before: the same order
-            self.__dict__["names"] = names
+        #: The generation since which the fleet has had these very hosts (some changed).
+        self.members: int = generation if same_hosts is None else same_hosts.members
+        if same_hosts is not None and "names" in same_hosts.__dict__:  # the same order
+            self.__dict__["names"] = same_hosts.names
 
     def __len__(self) -> int:
         return len(self.by_name)
@@ -69,7 +71,7 @@ class Snapshot:
     @cached_property
     def ordered(self) -> Ordered:
         """All hypervisors, sorted by name."""
-        return Ordered(self.names, self.by_name)
+        return Ordered(self.names, self.by_name, (FLEET_ORDER, self.members))
 
     @cached_property
     def by_zone(self) -> Mapping[str | None, tuple[Hypervisor, ...]]:

@@ -280,12 +280,9 @@ class Store:
         if not changes:
             return
         old = self._snapshot
-        same_hosts = "names" in old.__dict__ and all(c.type is ChangeType.MODIFIED for c in changes)
+        same_hosts = all(c.type is ChangeType.MODIFIED for c in changes)
         new = Snapshot(
-            old.generation + 1,
-            hypervisors,
-            self.resource_version,
-            old.names if same_hosts else None,
+            old.generation + 1, hypervisors, self.resource_version, old if same_hosts else None
         )
         self.views.published(new, _step(changes, len(hypervisors)))
         self._snapshot = new

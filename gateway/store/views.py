@@ -41,7 +41,7 @@ from gateway.store.ordered import Ordered
 from gateway.store.selections import Predicate, Selection
 from gateway.store.snapshot import Snapshot
 
-__all__ = ["KEEP_UNASKED", "MAX_BYTES", "MAX_VIEWS", "UNASKED_PER_HOST", "Views"]
+__all__ = ["KEEP_UNASKED", "MAX_BYTES", "MAX_VIEWS", "UNASKED_PER_HOST", "Views", "ledger_key"]
 
 log = logging.getLogger(__name__)
 
@@ -139,12 +139,12 @@ class Views:
     def ledger(self, snapshot: Snapshot, tally: Tally) -> Ledger:
         """The sums ``tally`` keeps over the fleet of ``snapshot``."""
         return self.get(
-            snapshot, ("ledger", tally), lambda: Ledger.of(tally, snapshot.by_name.values())
+            snapshot, ledger_key(tally), lambda: Ledger.of(tally, snapshot.by_name.values())
         )
 
     def keeps(self, snapshot: Snapshot, tally: Tally) -> bool:
         """Whether the sums ``tally`` keeps are counted for ``snapshot`` already."""
-        return self.has(snapshot, ("ledger", tally))
+        return self.has(snapshot, ledger_key(tally))
 
     def selection(
         self,
@@ -156,8 +156,9 @@ class Views:
         """The hosts ``predicate`` (a filter, named by ``key``) selects, in name order:
         judged on ``candidates`` (in name order, every host it could select) the first
         time."""
-        found = self.get(snapshot, ("selection", key), lambda: Selection.of(predicate, candidates))
-        return Ordered(found.names, snapshot.by_name)
+        kept_as = ("selection", key)
+        found = self.get(snapshot, kept_as, lambda: Selection.of(predicate, candidates))
+        return Ordered(found.names, snapshot.by_name, (kept_as, found))
 
     def selects(self, snapshot: Snapshot, key: Hashable) -> bool:
         """Whether the hosts of the filter named ``key`` are judged for ``snapshot``."""
@@ -213,6 +214,19 @@ class Views:
         with self._lock:
             kept = self._kept.get(key)
             return kept is not None and snapshot.generation in kept.by_generation
+
+    def peek(self, snapshot: Snapshot, key: Hashable) -> Carried | None:
+        """The view ``key`` of ``snapshot`` if kept, else None (nothing is made): for an
+        answer made from it before, still the answer while the view is the same value.
+        Asked for all the same, so it goes on being carried."""
+        generation = snapshot.generation
+        with self._lock:
+            kept = self._kept.get(key)
+            found = None if kept is None else kept.by_generation.get(generation)
+            if found is None:
+                return None
+            kept.used = max(kept.used, generation)  # type: ignore[union-attr]
+            return found[0]
 
     def published(self, snapshot: Snapshot, step: Step | None) -> None:
         """The store's new snapshot, made from the one before by ``step`` (None: a
@@ -314,6 +328,11 @@ class Views:
             del self._kept[key]
             self._bytes -= kept.nbytes
             self.evictions += 1
+
+
+def ledger_key(tally: Tally) -> Hashable:
+    """The key of the ledger ``tally`` keeps, among the views."""
+    return ("ledger", tally)
 
 
 def _brought(key: Hashable, value: Carried, steps: list[Step]) -> Carried | None:
