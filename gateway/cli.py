@@ -224,10 +224,14 @@ def build_cache(settings: Settings) -> ResponseCache | None:
             raise StartupError("--cache redis needs --redis-url (or GATEWAY_REDIS_URL)")
         return ResponseCache(redis_backend(settings.redis_url), shared=True, ttl=settings.cache_ttl)
     if settings.cache == "memory":
+        # An eighth of the bytes for what the answers read, checked before each is served.
+        reads = settings.cache_bytes // 8
         backend = BoundedMemoryCache(
-            max_entries=settings.cache_entries, max_bytes=settings.cache_bytes
+            max_entries=settings.cache_entries, max_bytes=settings.cache_bytes - reads
         )
-        return ResponseCache(backend, max_entry_bytes=settings.cache_bytes // 8)
+        return ResponseCache(
+            backend, max_entry_bytes=settings.cache_bytes // 8, max_reads_bytes=reads
+        )
     raise StartupError(f"--cache {settings.cache!r}: expected memory, redis or off")
 
 

@@ -124,8 +124,8 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "cache_bytes",
         "GATEWAY_CACHE_BYTES",
         int,
-        "bytes of responses kept in memory; one over an eighth of it is not kept "
-        "(default 67108864: 64 MiB)",
+        "bytes of responses kept in memory, an eighth of them for what each read; one "
+        "over an eighth of it is not kept (default 67108864: 64 MiB)",
     ),
     ("redis_url", "GATEWAY_REDIS_URL", str, "Redis for the shared cache, redis://host:6379/0"),
     ("cache_ttl", "GATEWAY_CACHE_TTL", int, "seconds a response lives in Redis (default 300)"),

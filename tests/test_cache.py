@@ -222,6 +222,31 @@ async def test_memory_cache_is_bounded_in_bytes() -> None:
         assert len(backend._cache) < 40
 
 
+async def test_what_the_answers_read_is_bounded_in_bytes_the_least_recent_let_go() -> None:
+    """A page's reads are its hosts': those of the answers kept stay within their bound,
+    and an answer whose reads were let go is made again."""
+    cache = ResponseCache(BoundedMemoryCache(), max_reads_bytes=1500)
+    pages = [f"{{ hypervisors(first: {n}) {{ nodes {{ name }} }} }}" for n in (4, 3, 2, 1)]
+    async with Gateway(cache) as gateway:
+        for page in pages:
+            await gateway.ask(page)
+            assert 0 < cache.reads_bytes <= cache.max_reads_bytes
+        assert len(cache._reads) < len(pages)  # the first let go for the others
+        await gateway.ask(pages[-1])
+        assert cache.stats.hits == 1
+        await gateway.ask(pages[0])
+        assert cache.stats.hits == 1
+        assert cache.reads_bytes == sum(size for _, size in cache._reads.values())
+
+
+async def test_an_answer_whose_reads_alone_pass_their_bound_is_not_cached() -> None:
+    cache = ResponseCache(BoundedMemoryCache(), max_reads_bytes=200)
+    async with Gateway(cache) as gateway:
+        await gateway.ask(PAGE)
+        await gateway.ask(PAGE)
+        assert (cache.stats.stores, cache.stats.hits, cache.reads_bytes) == (0, 0, 0)
+
+
 async def test_an_answer_over_the_entry_limit_is_not_cached() -> None:
     backend = BoundedMemoryCache()
     async with Gateway(ResponseCache(backend, max_entry_bytes=100)) as gateway:

@@ -143,6 +143,8 @@ async def test_cache_hits_and_misses(gw: Gateway) -> None:
     assert await gw.value("response_cache_entries") == 1
     assert await gw.value("response_cache_bytes") >= len(answer.content) > 0
     assert await gw.value("response_cache_budget_bytes") == 64 * 2**20
+    assert 0 < await gw.value("response_cache_reads_bytes") < 1000  # a ledger's
+    assert await gw.value("response_cache_reads_budget_bytes") == 8 * 2**20
     gw.store.upsert(
         objects.hypervisor("node-new")
     )  # a new generation: the old answer is unreachable

@@ -61,6 +61,15 @@ def test_reads_keep_no_record_alive() -> None:
     assert not reads.valid(store.snapshot)
 
 
+def test_reads_are_charged_per_host_and_view_read() -> None:
+    store = _store()
+    records = list(store.snapshot.by_name.items())
+    one, two = Reads.narrow(records[:1]), Reads.narrow(records)
+    assert 0 < one.nbytes() < two.nbytes() < 2 * one.nbytes() + 200
+    paged = Reads.narrow(records, ((FLEET_ORDER, store.snapshot.members),), store.views)
+    assert paged.nbytes() > two.nbytes()
+
+
 def test_the_fleets_order_is_valid_while_no_host_comes_or_goes() -> None:
     store = _store()
     reads = Reads.narrow([], ((FLEET_ORDER, store.snapshot.members),), store.views)

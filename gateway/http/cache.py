@@ -221,6 +221,7 @@ class ResponseCache:
         ttl: int | None = None,
         retry_after: float = 5.0,
         max_entry_bytes: int = 8 * 1024 * 1024,
+        max_reads_bytes: int = 8 * 1024 * 1024,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.backend = backend
@@ -233,9 +234,15 @@ class ResponseCache:
         self.stats = CacheStats()
         self._instance = uuid.uuid4().hex
         self._down_until = 0.0
-        # In memory: key -> what its answer read, as many as the backend holds answers.
-        self._reads: OrderedDict[str, Reads] = OrderedDict()
+        # In memory: key -> what its answer read and its bytes, as many as the backend
+        # holds answers, and taking at most max_reads_bytes (a page's reads are a
+        # hundred records'): the least recently used let go first, and their answers
+        # with them (a miss).
+        self._reads: OrderedDict[str, tuple[Reads, int]] = OrderedDict()
         self._max_reads = getattr(backend, "max_entries", 1000)
+        self.max_reads_bytes = max_reads_bytes
+        #: The bytes of the reads kept.
+        self.reads_bytes = 0
 
     def key(self, digest: str, snapshot: Snapshot) -> str:
         """The cache key of a request (its :func:`digest`) against one snapshot."""
@@ -255,8 +262,8 @@ class ResponseCache:
         """
         missed = 0 if encoding else 1
         if not self.shared:
-            reads = self._reads.get(key)
-            if reads is None or snapshot is None or not reads.valid(snapshot):
+            found = self._reads.get(key)
+            if found is None or snapshot is None or not found[0].valid(snapshot):
                 self.stats.misses += missed
                 return None
             self._reads.move_to_end(key)
@@ -288,13 +295,8 @@ class ResponseCache:
             if encoding is not None:
                 if key not in self._reads:
                     return
-            elif reads is None:
+            elif reads is None or not self._keep(key, reads):
                 return
-            else:
-                self._reads[key] = reads
-                self._reads.move_to_end(key)
-                while len(self._reads) > self._max_reads:
-                    self._reads.popitem(last=False)
         try:
             await self.backend.set(_filed(key, encoding), value, ttl=self.ttl)
         except Exception as error:
@@ -302,6 +304,18 @@ class ResponseCache:
             return
         self.stats.stores += encoding is None
         self._recovered()
+
+    def _keep(self, key: str, reads: Reads) -> bool:
+        """File ``reads`` under ``key``, within the bounds; False if they alone pass them."""
+        size = reads.nbytes()
+        if size > self.max_reads_bytes:
+            return False
+        before = self._reads.pop(key, None)
+        self.reads_bytes += size - (0 if before is None else before[1])
+        self._reads[key] = (reads, size)
+        while len(self._reads) > self._max_reads or self.reads_bytes > self.max_reads_bytes:
+            self.reads_bytes -= self._reads.popitem(last=False)[1][1]
+        return True
 
     def _failed(self, error: Exception) -> None:
         self.stats.errors += 1

@@ -268,6 +268,16 @@ class StateCollector(Collector):
             yield _gauge(
                 "response_cache_budget_bytes", "Bytes the answers may take.", memory.max_bytes
             )
+            yield _gauge(
+                "response_cache_reads_bytes",
+                "Bytes of what the answers held read, checked before each is served.",
+                cache.reads_bytes,
+            )
+            yield _gauge(
+                "response_cache_reads_budget_bytes",
+                "Bytes what the answers held read may take.",
+                cache.max_reads_bytes,
+            )
 
 
 def _memos(memos: Memos) -> Iterator[Metric]:

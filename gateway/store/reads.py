@@ -22,6 +22,7 @@ answer lives while the generation is the same.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import weakref
 from collections.abc import Hashable, Iterable
 from typing import Any
@@ -32,6 +33,10 @@ from gateway.store.snapshot import Snapshot
 from gateway.store.views import Views
 
 __all__ = ["Reads"]
+
+#: What one read takes beside the others, estimated: its pair and its weak reference
+#: (shared with other reads of the same record or view, counted in each).
+_READ_BYTES = sys.getsizeof(("", None)) + sys.getsizeof(weakref.ref(Snapshot))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -68,6 +73,11 @@ class Reads:
             (key, value if isinstance(value, int) else weakref.ref(value)) for key, value in views
         )
         return cls(None, held, seen, kept if seen else None)
+
+    def nbytes(self) -> int:
+        """The memory these reads take, estimated (the names are the records' own)."""
+        own = sys.getsizeof(self) + sys.getsizeof(self.hosts) + sys.getsizeof(self.views)
+        return own + _READ_BYTES * (len(self.hosts) + len(self.views))
 
     def valid(self, snapshot: Snapshot) -> bool:
         """Whether an answer computed from these reads is still the answer in ``snapshot``."""
