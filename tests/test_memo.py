@@ -128,6 +128,19 @@ def test_entries_are_kept_within_the_budget_and_reported() -> None:
     assert m.kept("key-0") is not None and m.kept("key-99") is None  # the first kept stay
 
 
+def test_a_full_memo_keeps_no_more_until_its_budget_grows() -> None:
+    room = deep_size("a", "v" * 100) + deep_size("c", "")  # not for b
+    m: Memo[str, str] = Memo("test", max_bytes=room)
+    for key, value in (("a", "v" * 100), ("b", "v" * 100), ("c", "")):
+        m.add(key, value, 1)
+        assert m.get(key, 2) == value  # found all the same
+    # c would fit, but b did not: full, the memo measures and keeps no more.
+    assert (m.kept("a"), m.kept("b"), m.kept("c")) == ("v" * 100, None, None)
+    m.max_bytes *= 4  # memo.set_budget
+    m.add("c", "", 1)
+    assert m.get("c", 2) == "" and m.kept("c") == ""
+
+
 def test_an_entry_is_charged_with_all_it_holds() -> None:
     m: Memo[tuple[tuple[str, str], ...], dict[str, str]] = Memo("test")
     key = tuple((f"name-{i}", "x" * 100) for i in range(10))

@@ -61,7 +61,16 @@ class Memo(Generic[K, V]):
     while reading another object, while the kept take at most ``max_bytes``
     (key and value with all they hold: :func:`~gateway.domain.bounded.deep_size`)."""
 
-    __slots__ = ("_bytes", "_candidates", "_hits", "_kept", "kept", "max_bytes", "name")
+    __slots__ = (
+        "_bytes",
+        "_candidates",
+        "_hits",
+        "_kept",
+        "_refused",
+        "kept",
+        "max_bytes",
+        "name",
+    )
 
     def __init__(self, name: str, max_bytes: int = BUDGET) -> None:
         #: What it remembers, as /metrics names it.
@@ -72,6 +81,8 @@ class Memo(Generic[K, V]):
         self._candidates: dict[K, tuple[V, int]] = {}
         self._bytes = 0
         self._hits = 0
+        # The budget an entry did not fit in: full, it keeps no more (nor measures).
+        self._refused: int | None = None
         #: The value kept for a key, else None: no candidates, but no Python call
         #: either, for the hot loops to try before :meth:`get`.
         self.kept: Callable[[K], V | None] = self._kept.get
@@ -84,13 +95,16 @@ class Memo(Generic[K, V]):
             if candidate is None:
                 return None
             found, offered_by = candidate
-            if offered_by != reading and len(self._kept) < KEPT:
+            full = len(self._kept) >= KEPT or self._refused == self.max_bytes
+            if offered_by != reading and not full:
                 size = deep_size(key, found)
                 if self._bytes + size <= self.max_bytes:
                     self._kept[key] = found
                     self._bytes += size
                     # Another thread may have kept it first: then it is gone already.
                     self._candidates.pop(key, None)
+                else:
+                    self._refused = self.max_bytes
         self._hits += 1
         return found
 
