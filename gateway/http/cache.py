@@ -306,12 +306,15 @@ class ResponseCache:
         self._recovered()
 
     def _keep(self, key: str, reads: Reads) -> bool:
-        """File ``reads`` under ``key``, within the bounds; False if they alone pass them."""
+        """File ``reads`` under ``key`` (in place of the answer's before), within the
+        bounds; False if they alone pass them."""
+        before = self._reads.pop(key, None)
+        if before is not None:
+            self.reads_bytes -= before[1]
         size = reads.nbytes()
         if size > self.max_reads_bytes:
             return False
-        before = self._reads.pop(key, None)
-        self.reads_bytes += size - (0 if before is None else before[1])
+        self.reads_bytes += size
         self._reads[key] = (reads, size)
         while len(self._reads) > self._max_reads or self.reads_bytes > self.max_reads_bytes:
             self.reads_bytes -= self._reads.popitem(last=False)[1][1]
