@@ -117,11 +117,11 @@ class Context:
         return self.store.evictions.snapshot if self._evictions is None else self._evictions
 
     def ledger(self, tally: Tally) -> Ledger:
-        """The sums ``tally`` keeps over the fleet, for a resolver (a read of the fleet).
+        """The sums ``tally`` keeps over the fleet, for a resolver: a read of these sums,
+        not of every host (the answer lives while they are the same, gateway.store.reads).
 
         Kept by the store once counted; the first count is a pass over every host,
-        which an operation running on the event loop hands to a worker thread. The
-        answer depends on these sums only, not on every host.
+        which an operation running on the event loop hands to a worker thread.
         """
         snapshot, views = self.pinned, self.views
         if not views.keeps(snapshot, tally) and self.budget is not None:

@@ -22,7 +22,8 @@ SHOWN = 12
 
 
 def warn_unknown_resources(context: Context, names: Iterable[str | None]) -> None:
-    """Warn of each of ``names`` no host of the fleet reports (a read of the fleet)."""
+    """Warn of each of ``names`` no host of the fleet reports (a read of the ledger of
+    the fleet's resource names, not of every host)."""
     asked = {name for name in names if name}
     if not asked:
         return
