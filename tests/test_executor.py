@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,6 +253,50 @@ def test_an_object_attribute_takes_the_short_path(
     execute(machines[1], parse(document), executor_class=Executor)
     assert full.count("spare") == 0
     assert full.count("tagged") == 1  # the one that is not a TaggedView
+
+
+def test_an_objects_fields_are_walked_by_its_selections_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A selection of attributes and lookups that reads no variable is completed by its
+    plan (gateway.api.plans): no field of a host takes the per-field path. One that
+    reads a variable is not planned (a plan is kept for every run of its operation)."""
+    fields: list[str] = []
+    execute_field = Executor._execute_field
+
+    def counted(self: Any, parent_type: Any, source: Any, details: Any, *rest: Any) -> Any:
+        fields.append(details[0].node.name.value)
+        return execute_field(self, parent_type, source, details, *rest)
+
+    monkeypatch.setattr(Executor, "_execute_field", counted)
+    literal = '{ hypervisors { nodes { name cpu: resource(name: "cpu") { free } } } }'
+    both(REAL, literal, CONTEXT)
+    assert fields == ["hypervisors", "nodes"]
+    fields.clear()
+    variable = "query($r: String!) { hypervisors { nodes { name resource(name: $r) { free } } } }"
+    both(REAL, variable, CONTEXT, {"r": "cpu"})
+    # The host's fields one by one; the resource's, which read no variable, by its plan.
+    assert fields.count("name") == fields.count("resource") == len(store.snapshot)
+    assert "free" not in fields
+
+
+def test_a_planned_object_is_charged_its_answers_bytes() -> None:
+    """A plan charges an object's JSON at once, where the full path charges field by field:
+    both about the answer's size."""
+    spent = []
+    hosts = 'hypervisors { nodes { name zone cpu: resource(name: "cpu") { free capacity } } }'
+    zones = "fleetCapacity(groupBy: ZONE) { key resources { name capacity booked free } }"
+    for query in (f"{{ {hosts} }}", f"{{ {hosts} {zones} }}"):
+        context = CONTEXT.pinned_to(store.snapshot)
+        context.budget = budget = Budget(60.0, 10**9)
+        result = execute(
+            schema._schema, parse(query), context_value=context, executor_class=Executor
+        )
+        assert isinstance(result, ExecutionResult) and not result.errors
+        size = len(json.dumps({"data": result.data}, separators=(",", ":")))
+        assert 0.9 * size <= budget.spent <= 1.1 * size
+        spent.append(budget.spent)
+    assert spent[0] < spent[1]
 
 
 @strawberry.type

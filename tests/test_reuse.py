@@ -282,8 +282,8 @@ def test_a_judgment_of_a_selection_is_kept_by_the_operations_identity_while_it_l
     assert judge(page, ("hypervisors", "nodes")) is True
     assert judge(page, ("hypervisors", "nodes")) is True  # found again
     assert judge(across, ("hypervisors", "nodes")) is False
-    assert len(kept._pure) == 2
+    assert len(kept._judged) == 2
     gone = weakref.ref(page.definitions[0])
     del page
     gc.collect()
-    assert gone() is None and len(kept._pure) == 1
+    assert gone() is None and len(kept._judged) == 1

@@ -371,14 +371,14 @@ async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
 ) -> None:
     """Three subscribers of one text (both protocols) get one execution per change;
     another text, or the same text with other variables, has its own (by its plan,
-    for one that reads only attributes). Nor is an event's executor copied for a
+    for one that reads only attributes and lookups). Nor is an event's executor copied for a
     subscriber that takes a result already made, or for a plan's."""
     executed = executions(monkeypatch)
     by_plan = planned(monkeypatch)
     copies = per_event_copies(monkeypatch)
     address, store = server
     query = """subscription Changed($zone: String) { hypervisorChanged(filter: {zone: $zone}) {
-        type hypervisor { name resource(name: "cpu") { free } } } }"""
+        type hypervisor { name resource(name: "cpu") { free } placement { __typename } } } }"""
     other = "subscription { hypervisorChanged { type hypervisor { name } } }"
     subscriptions = [
         (TRANSPORT_WS, query, {"zone": "qa-de-1a"}),
@@ -398,8 +398,9 @@ async def test_an_event_is_executed_once_for_every_subscriber_of_its_operation(
         await listening(address, streams=len(clients))
         store.upsert(modified("node-a", "10"))
         got = [await client.next() for client in clients]
-    changed = {"type": "MODIFIED", "hypervisor": {"name": "node-a", "resource": {"free": "474"}}}
-    assert got[:4] == [{"hypervisorChanged": changed}] * 4
+    placement = {"__typename": "PlacementProvider"}
+    host = {"name": "node-a", "resource": {"free": "474"}, "placement": placement}
+    assert got[:4] == [{"hypervisorChanged": {"type": "MODIFIED", "hypervisor": host}}] * 4
     assert got[4] == {"hypervisorChanged": {"type": "MODIFIED", "hypervisor": {"name": "node-a"}}}
     assert sorted(executed) == sorted(['{"zone": "qa-de-1a"}', "{}"])
     assert by_plan == ["{}"]

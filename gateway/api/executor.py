@@ -13,15 +13,19 @@ anything else, an error or a null where none is allowed, goes the full way
 again, so every error reads exactly as graphql-core words it. And for an object
 of a reusable type whose selection reads only the object, it reuses what an
 earlier answer made of the same record (:mod:`gateway.api.reuse`): under churn,
-only the hosts that changed cost work.
+only the hosts that changed cost work. What it completes of such an object, or of
+any other whose selection has a plan (:mod:`gateway.api.plans`: attributes and
+lookups, reading no variable), it completes by that plan: one walk over the
+object, not graphql-core's steps for each field.
 The results are the same field for field (``tests/test_executor.py`` compares
 them with graphql-core's own executor).
 
-Every field completed, by either path, is charged to the operation's
+Every field completed, by any path, is charged to the operation's
 :class:`gateway.api.budget.Budget` (the context's ``budget``, when it has one): the
 bytes it adds to the answer, and now and then a look at the clock, so that an
 operation over its time or size ends itself instead of running on unseen. A
-reused object is charged what it cost when it was made.
+reused object is charged what it cost when it was made, a planned one its JSON's
+bytes at once.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, cast
 
+import msgspec
 from graphql import (
     ExecutionResult,
     GraphQLField,
@@ -48,7 +53,7 @@ from graphql.pyutils import Path, RefMap
 from gateway.api.budget import Budget
 from gateway.api.context import Context
 from gateway.api.memos import Answers
-from gateway.api.plans import Plan, plan
+from gateway.api.plans import Complete, Plan, object_plan, plan
 from gateway.api.reuse import REUSABLE, Completed, Kept
 from gateway.api.shortcuts import Attribute, Lookup
 from gateway.domain.bounded import Memos
@@ -312,28 +317,65 @@ class Executor(IncrementalExecutor):
         position_context: Any,
     ) -> Any:
         """An object's fields: what an earlier answer made of the same record, when it
-        may be reused; else completed here, and kept when it may be."""
-        if not self._reusable(return_type, field_details_list):
-            return super().collect_and_execute_subfields(
-                return_type, field_details_list, path, result, position_context
-            )
-        key = (id(result), *self._selection(field_details_list))
-        kept = self.kept.get(key)
+        may be reused; else completed here (by the selection's plan, where it has one),
+        and kept when it may be."""
+        reusable = self._reusable(return_type, field_details_list)
         budget = self.budget
-        if kept is not None and kept.matches(result, self.operation, self.variable_values.coerced):
-            if budget is not None:
-                budget.charge(kept.spent)
-            return kept.value
+        if reusable:
+            key = (id(result), *self._selection(field_details_list))
+            kept = self.kept.get(key)
+            if kept is not None and kept.matches(
+                result, self.operation, self.variable_values.coerced
+            ):
+                if budget is not None:
+                    budget.charge(kept.spent)
+                return kept.value
         errors = len(self.collected_errors.errors)
         spent = budget.spent if budget is not None else 0
-        value = super().collect_and_execute_subfields(
-            return_type, field_details_list, path, result, position_context
-        )
-        if type(value) is dict and len(self.collected_errors.errors) == errors:
+        value = self._planned_object(return_type, field_details_list, result)
+        if value is Undefined:
+            value = super().collect_and_execute_subfields(
+                return_type, field_details_list, path, result, position_context
+            )
+        if reusable and type(value) is dict and len(self.collected_errors.errors) == errors:
             cost = budget.spent - spent if budget is not None else 0
             completed = Completed(self.operation, self.variable_values.coerced, value, cost)
             self.kept.put(key, result, completed)
         return value
+
+    def _planned_object(
+        self, object_type: GraphQLObjectType, field_details_list: FieldDetailsList, result: Any
+    ) -> Any:
+        """``result`` completed by its selection's plan (gateway.api.plans) and charged as
+        the full path would; Undefined where it has none, or the plan cannot answer."""
+        planned = self._object_plan(object_type, field_details_list)
+        if planned is None:
+            return Undefined
+        value = planned(result)
+        if value is not Undefined and self.budget is not None:
+            _charge(self.budget, value)
+        return value
+
+    def _object_plan(
+        self, object_type: GraphQLObjectType, field_details_list: FieldDetailsList
+    ) -> Complete | None:
+        """The plan of an ``object_type`` selection, made once per operation; None where
+        it has none (or middleware must see every field)."""
+        if self.middleware_manager is not None:
+            return None
+        nodes = tuple(d.node for d in field_details_list)
+
+        def make() -> Complete | None:
+            return object_plan(
+                self.schema,
+                self.fragments,
+                self.variable_values,
+                self.operation,
+                object_type,
+                field_details_list,
+            )
+
+        return self.kept.judged(self.operation, ("plan", id(object_type)), nodes, make)
 
     def _selection(self, field_details_list: FieldDetailsList) -> tuple[int, ...]:
         """What, besides the record, a kept object is filed under: the operation, the
@@ -400,6 +442,14 @@ class Executor(IncrementalExecutor):
             ):
                 raise TypeError(f"{object_type.name} objects must complete synchronously")
         return completed
+
+
+def _charge(budget: Budget, data: dict[str, Any]) -> None:
+    """Charge a planned object: the bytes of its JSON, a tick per field of its own."""
+    budget.spent += len(msgspec.json.encode(data))
+    budget.ticks -= len(data)
+    if budget.ticks <= 0:
+        budget.check()
 
 
 def _size(value: Any) -> int:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
 from graphql import (
     FieldNode,
@@ -62,6 +62,7 @@ BYTES_PER_ANSWER_BYTE = 4
 AST_BYTES_PER_CHAR = 128
 #: What an operation parsed without locations is taken to take.
 UNMEASURED_OPERATION_BYTES = 64 * 1024
+_T = TypeVar("_T")
 #: Directives that only select; any other (defer, stream) is left to execute.
 _SELECTING = frozenset({"include", "skip"})
 
@@ -138,12 +139,13 @@ class Kept:
         #: The operations the kept objects hold, by id: (operation, objects holding it).
         self._operations: dict[int, tuple[OperationDefinitionNode, int]] = {}
         self._lock = threading.Lock()
-        #: Whether a selection (by type and field nodes) of an operation reads only its
-        #: record, while the operation lives; the nodes are held with the answer, so
-        #: that their ids are not reused meanwhile. By the operation's id, beside a weak
-        #: reference to it: a node's hash is its whole tree's, 4-6 us a lookup of
-        #: bench.churn's queries, where a mapping weak by key hashes it at every one.
-        self._pure: dict[int, _Judged] = {}
+        #: What is judged of a selection (by type and field nodes) of an operation: whether
+        #: it reads only its record, its plan; while the operation lives. The nodes are
+        #: held with the judgment, so that their ids are not reused meanwhile. By the
+        #: operation's id, beside a weak reference to it: a node's hash is its whole
+        #: tree's, 4-6 us a lookup of bench.churn's queries, where a mapping weak by key
+        #: hashes it at every one.
+        self._judged: dict[int, _Judged] = {}
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -210,21 +212,40 @@ class Kept:
         nodes: tuple[FieldNode, ...],
     ) -> bool:
         """Whether every field the ``nodes`` select on ``object_type`` reads only the object."""
-        key = (id(object_type), *map(id, nodes))
-        judged = self._pure.get(id(operation))
+
+        def judge() -> bool:
+            walk = _Purity(fragments)
+            return all(
+                n.selection_set is not None and walk.selections(object_type, n.selection_set)
+                for n in nodes
+            )
+
+        return self.judged(operation, ("pure", id(object_type)), nodes, judge)
+
+    def judged(
+        self,
+        operation: OperationDefinitionNode,
+        kind: tuple[str, int],
+        nodes: tuple[FieldNode, ...],
+        judge: Callable[[], _T],
+    ) -> _T:
+        """What ``judge`` says of a selection of ``operation`` (the field ``nodes``, and
+        ``kind``: what is judged, of which type's id), judged once while the operation lives.
+
+        Judgments take a few objects per field of the operation's text, and go with
+        it: the documents' memos bound them with the operation.
+        """
+        key = (*kind, *map(id, nodes))
+        judged = self._judged.get(id(operation))
         if judged is None or judged.operation() is not operation:
             judged = None
         known = None if judged is None else judged.selections.get(key)
         if known is not None and known[0] == nodes:
-            return known[1]
-        walk = _Purity(fragments)
-        found = all(
-            n.selection_set is not None and walk.selections(object_type, n.selection_set)
-            for n in nodes
-        )
+            return cast("_T", known[1])
+        found = judge()
         with self._lock:
             if judged is None:
-                judged = self._pure[id(operation)] = _Judged(operation, self._pure)
+                judged = self._judged[id(operation)] = _Judged(operation, self._judged)
             judged.selections[key] = (nodes, found)
         return found
 
@@ -245,8 +266,8 @@ class _Judged:
                 del judged[key]
 
         self.operation = weakref.ref(operation, forget)
-        #: (type, field node ids) -> (the field nodes, whether they read only the record).
-        self.selections: dict[tuple[int, ...], tuple[tuple[FieldNode, ...], bool]] = {}
+        #: (kind, type, field node ids) -> (the field nodes, the judgment).
+        self.selections: dict[tuple[object, ...], tuple[tuple[FieldNode, ...], object]] = {}
 
 
 def object_bytes(completed: Completed) -> int:
