@@ -81,8 +81,9 @@ class Settings:
 #: The memos each given --event-bytes: subscription results, payloads and totals.
 ANSWER_EVENT_MEMOS = 3
 #: The memos each given --document-bytes: documents parsed, validated, prepared
-#: requests (gateway.http.operations), and subscriptions' documents (gateway.api.schema).
-DOCUMENT_MEMOS = 4
+#: requests (gateway.http.operations), subscriptions' documents (gateway.api.schema),
+#: and the judgments of their selections (gateway.api.judgments).
+DOCUMENT_MEMOS = 5
 
 _OPTIONS: list[tuple[str, str, type, str]] = [
     ("host", "GATEWAY_HOST", str, "address to bind (default 127.0.0.1)"),
@@ -173,7 +174,8 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "GATEWAY_DOCUMENT_BYTES",
         int,
         "bytes each of: documents parsed, validated, requests prepared, subscriptions' "
-        "documents, charged by their length (default 16777216: 16 MiB)",
+        "documents, charged by their length, and what is judged of their selections "
+        "(default 16777216: 16 MiB)",
     ),
     (
         "trusted_documents",

@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 import strawberry
-from graphql import ExecutionResult, GraphQLObjectType, GraphQLSchema, Undefined, parse, print_ast
-from graphql.execution.collect_fields import FieldDetails
+from graphql import ExecutionResult, GraphQLObjectType, GraphQLSchema, parse, print_ast
 from graphql.execution.incremental.incremental_executor import IncrementalExecutor
 from graphql.language import FieldNode, OperationDefinitionNode
 from hypothesis import HealthCheck, given, settings
 from hypothesis_graphql import from_schema
 
 from gateway.api.executor import Executor
-from gateway.api.plans import Plan, object_plan, plan
+from gateway.api.plans import Plan, plan
 from gateway.api.schema import build_schema, schema, sdl
 from gateway.api.shortcuts import shortcut_resolvers
 from gateway.api.subscriptions import ChangeType, HypervisorChange
@@ -236,7 +235,7 @@ def test_an_operation_with_a_budget_or_middleware_takes_the_full_path() -> None:
 def test_a_root_field_that_makes_its_value_of_the_event_is_not_planned() -> None:
     """Strawberry's subscription fields answer an event with the event itself; a field
     whose resolver makes something else of it is the full path's."""
-    from graphql import GraphQLField, GraphQLInt, GraphQLObjectType
+    from graphql import GraphQLField, GraphQLInt
 
     query = GraphQLObjectType("Query", {"n": GraphQLField(GraphQLInt)})
     doubled = GraphQLField(GraphQLInt, resolve=lambda event, info: event * 2)
@@ -248,44 +247,3 @@ def test_a_root_field_that_makes_its_value_of_the_event_is_not_planned() -> None
     assert plan(built.schema, built.fragments, built.variable_values, built.operation) is None
     result = built.build_per_event_executor(21).execute_operation(False)
     assert isinstance(result, ExecutionResult) and result.data == {"doubled": 42}
-
-
-# -- a query's objects: plans kept for every run of the operation ---------------------
-
-
-@pytest.mark.parametrize(
-    ("selection", "planned"),
-    [
-        ('name cpu: resource(name: "cpu") { free } ...F', True),
-        ("name resource(name: $r) { free }", False),  # an argument
-        ("name zone @include(if: $on)", False),  # a directive
-        ("name ... @skip(if: $on) { zone }", False),  # an inline fragment's directive
-        ("name ...G", False),  # a fragment that reads one
-        ("name consumers { uuid } ...F", True),
-        ("name warnings", True),
-    ],
-)
-def test_a_querys_object_is_planned_unless_its_selection_reads_a_variable(
-    selection: str, planned: bool
-) -> None:
-    document = parse(
-        f"query($r: String!, $on: Boolean!) {{ hypervisors {{ nodes {{ {selection} }} }} }}"
-        " fragment F on Hypervisor { zone }"
-        " fragment G on Hypervisor { resource(name: $r) { free } }"
-    )
-    variables = {"r": "cpu", "on": True}
-    built = Executor.build(schema._schema, document, None, CONTEXT, variables)
-    assert isinstance(built, Executor)
-    hypervisor = schema._schema.type_map["Hypervisor"]
-    assert isinstance(hypervisor, GraphQLObjectType)
-    (field,) = built.operation.selection_set.selections
-    assert isinstance(field, FieldNode) and field.selection_set is not None
-    (nodes,) = field.selection_set.selections
-    assert isinstance(nodes, FieldNode)
-    details = [FieldDetails(nodes, None)]
-    made = object_plan(
-        built.schema, built.fragments, built.variable_values, built.operation, hypervisor, details
-    )
-    assert (made is not None) is planned
-    if made is not None:
-        assert made(HOSTS[0]) is not Undefined

@@ -8,13 +8,8 @@ import tracemalloc
 import weakref
 from typing import Any
 
-import pytest
 from graphql import (
-    DocumentNode,
     ExecutionResult,
-    FieldNode,
-    GraphQLObjectType,
-    OperationDefinitionNode,
     execute,
     parse,
 )
@@ -247,43 +242,3 @@ def test_fragments_of_the_record_are_reused_and_others_are_not() -> None:
     )
     first = nodes(run(store, across))
     assert not any(a is b for a, b in zip(first, nodes(run(store, across)), strict=True))
-
-
-def test_a_judgment_of_a_selection_is_kept_by_the_operations_identity_while_it_lives(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Whether a selection reads only its record is judged once per operation and found
-    again by the operation itself, never by its hash (a node's hash walks its whole
-    tree: 4-6 us per lookup of bench.churn's queries, once or twice per answer); the
-    judgment goes with the operation."""
-    hypervisor = schema._schema.get_type("Hypervisor")
-    assert isinstance(hypervisor, GraphQLObjectType)
-    kept = Kept()
-
-    def judge(document: DocumentNode, path: tuple[str, ...]) -> bool:
-        operation = document.definitions[0]
-        assert isinstance(operation, OperationDefinitionNode)
-        field = operation
-        for name in path:  # down to the field whose selection is on Hypervisor
-            assert field.selection_set is not None
-            field = next(
-                s
-                for s in field.selection_set.selections
-                if isinstance(s, FieldNode) and s.name.value == name
-            )
-        assert isinstance(field, FieldNode)
-        return kept.pure(operation, {}, hypervisor, (field,))
-
-    def unhashable(node: object) -> int:
-        raise AssertionError("an operation was hashed")
-
-    monkeypatch.setattr(OperationDefinitionNode, "__hash__", unhashable)
-    page, across = parse(PAGE_TEXT), parse(ACROSS.loc.source.body)  # type: ignore[union-attr]
-    assert judge(page, ("hypervisors", "nodes")) is True
-    assert judge(page, ("hypervisors", "nodes")) is True  # found again
-    assert judge(across, ("hypervisors", "nodes")) is False
-    assert len(kept._judged) == 2
-    gone = weakref.ref(page.definitions[0])
-    del page
-    gc.collect()
-    assert gone() is None and len(kept._judged) == 1

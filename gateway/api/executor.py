@@ -16,7 +16,8 @@ earlier answer made of the same record (:mod:`gateway.api.reuse`): under churn,
 only the hosts that changed cost work. What it completes of such an object, or of
 any other whose selection has a plan (:mod:`gateway.api.plans`: attributes and
 lookups, reading no variable), it completes by that plan: one walk over the
-object, not graphql-core's steps for each field.
+object, not graphql-core's steps for each field. Both are judged once per
+operation and selection (:mod:`gateway.api.judgments`).
 The results are the same field for field (``tests/test_executor.py`` compares
 them with graphql-core's own executor).
 
@@ -52,8 +53,9 @@ from graphql.pyutils import Path, RefMap
 
 from gateway.api.budget import Budget
 from gateway.api.context import Context
+from gateway.api.judgments import UNJUDGED, Judgment, judge
 from gateway.api.memos import Answers
-from gateway.api.plans import Complete, Plan, object_plan, plan
+from gateway.api.plans import Plan, plan
 from gateway.api.reuse import REUSABLE, Completed, Kept
 from gateway.api.shortcuts import Attribute, Lookup
 from gateway.domain.bounded import Memos
@@ -319,7 +321,8 @@ class Executor(IncrementalExecutor):
         """An object's fields: what an earlier answer made of the same record, when it
         may be reused; else completed here (by the selection's plan, where it has one),
         and kept when it may be."""
-        reusable = self._reusable(return_type, field_details_list)
+        judgment = self._judgment(return_type, field_details_list)
+        reusable = self._reusable(return_type, judgment)
         budget = self.budget
         if reusable:
             key = (id(result), *self._selection(field_details_list))
@@ -332,7 +335,7 @@ class Executor(IncrementalExecutor):
                 return kept.value
         errors = len(self.collected_errors.errors)
         spent = budget.spent if budget is not None else 0
-        value = self._planned_object(return_type, field_details_list, result)
+        value = self._planned_object(judgment, result)
         if value is Undefined:
             value = super().collect_and_execute_subfields(
                 return_type, field_details_list, path, result, position_context
@@ -343,30 +346,31 @@ class Executor(IncrementalExecutor):
             self.kept.put(key, result, completed)
         return value
 
-    def _planned_object(
-        self, object_type: GraphQLObjectType, field_details_list: FieldDetailsList, result: Any
-    ) -> Any:
+    def _planned_object(self, judgment: Judgment, result: Any) -> Any:
         """``result`` completed by its selection's plan (gateway.api.plans) and charged as
-        the full path would; Undefined where it has none, or the plan cannot answer."""
-        planned = self._object_plan(object_type, field_details_list)
-        if planned is None:
+        the full path would; Undefined where it has none (or middleware must see every
+        field), or the plan cannot answer."""
+        planned = judgment.plan
+        if planned is None or self.middleware_manager is not None:
             return Undefined
         value = planned(result)
         if value is not Undefined and self.budget is not None:
             _charge(self.budget, value)
         return value
 
-    def _object_plan(
+    def _judgment(
         self, object_type: GraphQLObjectType, field_details_list: FieldDetailsList
-    ) -> Complete | None:
-        """The plan of an ``object_type`` selection, made once per operation; None where
-        it has none (or middleware must see every field)."""
-        if self.middleware_manager is not None:
-            return None
+    ) -> Judgment:
+        """What this operation's selection of ``object_type`` is (gateway.api.judgments),
+        judged once for the operation."""
+        if any(d.fragment_variable_values is not None for d in field_details_list):
+            return UNJUDGED  # one selection of the fragment, its values another each time
         nodes = tuple(d.node for d in field_details_list)
-
-        def make() -> Complete | None:
-            return object_plan(
+        key = (id(object_type), *map(id, nodes))
+        judgments = self.answers.judgments
+        found = judgments.get(self.operation, key, nodes)
+        if found is None:
+            found = judge(
                 self.schema,
                 self.fragments,
                 self.variable_values,
@@ -374,8 +378,8 @@ class Executor(IncrementalExecutor):
                 object_type,
                 field_details_list,
             )
-
-        return self.kept.judged(self.operation, ("plan", id(object_type)), nodes, make)
+            judgments.put(self.operation, key, nodes, found)
+        return found
 
     def _selection(self, field_details_list: FieldDetailsList) -> tuple[int, ...]:
         """What, besides the record, a kept object is filed under: the operation, the
@@ -390,16 +394,14 @@ class Executor(IncrementalExecutor):
             self._variables_json = json.dumps(coerced, sort_keys=True, default=repr)
         return self._variables_json
 
-    def _reusable(
-        self, object_type: GraphQLObjectType, field_details_list: FieldDetailsList
-    ) -> bool:
-        """Whether what these fields make of an ``object_type`` record may be kept and reused."""
-        if not self.remembers or not (object_type.extensions or {}).get(REUSABLE):
-            return False
-        if any(d.fragment_variable_values is not None for d in field_details_list):
-            return False
-        nodes = tuple(d.node for d in field_details_list)
-        return self.kept.pure(self.operation, self.fragments, object_type, nodes)
+    def _reusable(self, object_type: GraphQLObjectType, judgment: Judgment) -> bool:
+        """Whether what a selection judged so makes of an ``object_type`` record may be
+        kept and reused."""
+        return (
+            self.remembers
+            and bool((object_type.extensions or {}).get(REUSABLE))
+            and judgment.record_only
+        )
 
     def complete_iterable_value(
         self,
@@ -415,7 +417,7 @@ class Executor(IncrementalExecutor):
         object_type = get_nullable_type(item_type)
         if not (
             isinstance(object_type, GraphQLObjectType)
-            and self._reusable(object_type, field_details_list)
+            and self._reusable(object_type, self._judgment(object_type, field_details_list))
         ) or self.get_stream_usage(field_details_list, path):
             return super().complete_iterable_value(
                 item_type, field_details_list, info, path, items, position_context

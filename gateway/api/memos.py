@@ -4,8 +4,9 @@ An answer under churn costs only the hosts that changed because what earlier
 answers made of the same records is kept: the completed objects of records
 (:mod:`gateway.api.reuse`), a subscription event's result for every subscriber of
 the same operation, the payload of a host's change for all its subscribers
-(:mod:`gateway.api.recent`), and the fleet totals every ``fleetCapacityChanged``
-subscriber of a filter and grouping reads (:class:`Totals`). Each is bounded in
+(:mod:`gateway.api.recent`), the fleet totals every ``fleetCapacityChanged``
+subscriber of a filter and grouping reads (:class:`Totals`), and what is judged
+of each operation's selections (:mod:`gateway.api.judgments`). Each is bounded in
 bytes, by a budget the app sets when it starts, and reported in /metrics with
 every other memo: they live in the store's :class:`~gateway.domain.bounded.Memos`,
 beside its views, and each request's context finds them there.
@@ -21,6 +22,8 @@ import weakref
 from collections.abc import Hashable
 from typing import Any
 
+from gateway.api.documents import DOCUMENT_BYTES
+from gateway.api.judgments import Judgments
 from gateway.api.recent import MAX_BYTES as EVENT_BYTES
 from gateway.api.recent import Recent
 from gateway.api.reuse import MAX_BYTES as COMPLETED_BYTES
@@ -115,6 +118,8 @@ class Answers:
     payloads: Recent[Any]
     #: Fleet totals for every fleetCapacityChanged subscriber of a filter and grouping.
     totals: Totals
+    #: What is judged of operations' selections: whether they are kept, their plans.
+    judgments: Judgments
 
     @classmethod
     def install(
@@ -123,6 +128,7 @@ class Answers:
         *,
         completed_bytes: int = COMPLETED_BYTES,
         event_bytes: int = EVENT_BYTES,
+        judgment_bytes: int = DOCUMENT_BYTES,
     ) -> Answers:
         """New memos with these budgets, reported by ``memos`` from now on."""
         return cls(
@@ -130,21 +136,23 @@ class Answers:
             memos.add(Recent(RESULTS, _result_bytes, max_bytes=event_bytes)),
             memos.add(Recent(PAYLOADS, sys.getsizeof, max_bytes=event_bytes)),
             memos.add(Totals(max_bytes=event_bytes)),
+            memos.add(Judgments(judgment_bytes)),
         )
 
     @classmethod
     def of(cls, memos: Memos) -> Answers:
         """The memos ``memos`` reports, installed with the default budgets if the app
         installed none (a store used without an app: tests, tools)."""
-        names = (Kept.name, RESULTS, PAYLOADS, Totals.name)
-        completed, results, payloads, totals = (memos.get(n) for n in names)
+        names = (Kept.name, RESULTS, PAYLOADS, Totals.name, Judgments.name)
+        completed, results, payloads, totals, judgments = (memos.get(n) for n in names)
         if (
             isinstance(completed, Kept)
             and isinstance(results, Recent)
             and isinstance(payloads, Recent)
             and isinstance(totals, Totals)
+            and isinstance(judgments, Judgments)
         ):
-            return cls(completed, results, payloads, totals)
+            return cls(completed, results, payloads, totals, judgments)
         return cls.install(memos)
 
 

@@ -26,9 +26,8 @@ but for those of reusable types below the object, which the executor completes
 with what an earlier answer made of them (gateway.api.reuse). bench.churn's zone
 totals (nine zones of three resources: 126 fields), executed with nothing kept,
 took 566-620 us by the executor's short paths and 350-358 us by plans; a 100-host
-page 2.28-2.36 ms and 1.60-1.72 ms. A query's plans are kept for as long as its
-operation, so their selection must not read a variable: a plan made with one
-value would answer for another.
+page 2.28-2.36 ms and 1.60-1.72 ms. A query's plans are made and kept once per
+operation, with the other judgments of its selections (gateway.api.judgments).
 """
 
 from __future__ import annotations
@@ -37,21 +36,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from graphql import (
-    FieldNode,
-    FragmentSpreadNode,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLSchema,
-    InlineFragmentNode,
-    ListValueNode,
-    ObjectValueNode,
     OperationDefinitionNode,
-    SelectionSetNode,
     Undefined,
-    ValueNode,
-    VariableNode,
     is_leaf_type,
 )
 from graphql.execution.collect_fields import (
@@ -122,17 +113,16 @@ def object_plan(
     operation: OperationDefinitionNode,
     type_: GraphQLObjectType,
     details: FieldDetailsList,
-) -> Complete | None:
+) -> tuple[Complete, int] | None:
     """The walk that completes an object of ``type_`` for the fields ``details`` as
-    graphql-core does (Undefined where it cannot), if their selection has one and
-    reads no variable: the same walk for every value of the operation's variables."""
+    graphql-core does (Undefined where it cannot), if their selection has one; and
+    the fields it walks. It is made with these variables' values: kept for others,
+    its selection must read none (gateway.api.judgments)."""
     if any(d.fragment_variable_values is not None for d in details):
         return None
     try:
-        if _Variables(fragments).selections(*(d.node.selection_set for d in details)):
-            return None
         walk = _Walk(schema, fragments, variable_values, operation, kept_below=True)
-        return walk.object(type_, details)
+        return walk.object(type_, details), walk.fields
     except Exception:  # graphql-core's refusals too (@defer in a subscription): the full
         return None  # path raises them again, where they become the answer's errors
 
@@ -175,6 +165,8 @@ class _Walk:
         #: Whether objects of reusable types below are left to the full path, which
         #: reuses what earlier answers made of them (gateway.api.reuse).
         self._kept_below = kept_below
+        #: The fields planned so far: what the plan's closures number.
+        self.fields = 0
 
     def value(self, type_: GraphQLOutputType, details: FieldDetailsList) -> Complete:
         """How a value of ``type_`` is completed for the fields ``details``."""
@@ -203,6 +195,7 @@ class _Walk:
         fields: list[tuple[str, Callable[[Any], Any]]] = []
         for key, sub in _fields(collect_subfields(*self._collecting, type_, details)):
             name = sub[0].node.name.value
+            self.fields += 1
             if name == "__typename":
                 fields.append((key, _constant(type_.name)))
                 continue
@@ -281,44 +274,3 @@ def _looked_up(resolve: Lookup, arguments: dict[str, Any], complete: Complete) -
 
 def _constant(value: str) -> Complete:
     return lambda _: value
-
-
-class _Variables:
-    """Whether a selection reads a variable: in an argument or a directive, its own or
-    that of a fragment it spreads."""
-
-    def __init__(self, fragments: dict[str, FragmentDetails]) -> None:
-        self.fragments = fragments
-        self.seen: set[str] = set()
-
-    def selections(self, *sets: SelectionSetNode | None) -> bool:
-        return any(self.selection(s) for found in sets if found for s in found.selections)
-
-    def selection(self, node: Any) -> bool:
-        directives = node.directives or ()
-        if any(_reads_variable(a.value) for d in directives for a in d.arguments or ()):
-            return True
-        if isinstance(node, FieldNode):
-            if any(_reads_variable(a.value) for a in node.arguments or ()):
-                return True
-            return self.selections(node.selection_set)
-        if isinstance(node, InlineFragmentNode):
-            return self.selections(node.selection_set)
-        if isinstance(node, FragmentSpreadNode):
-            name = node.name.value
-            details = self.fragments.get(name)
-            if details is None or name in self.seen:
-                return details is None
-            self.seen.add(name)
-            return self.selections(details.definition.selection_set)
-        return True
-
-
-def _reads_variable(value: ValueNode) -> bool:
-    if isinstance(value, VariableNode):
-        return True
-    if isinstance(value, ListValueNode):
-        return any(map(_reads_variable, value.values))
-    if isinstance(value, ObjectValueNode):
-        return any(_reads_variable(f.value) for f in value.fields)
-    return False

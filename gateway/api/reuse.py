@@ -5,10 +5,11 @@ the fleet is gone with it; but of a 5,000-host page only the changed host is
 new. Records are immutable and replaced on every change, so what a selection
 makes of a record is the same for as long as that record is the one in the
 store, provided the selection reads nothing but the record: every field in it
-an attribute or a lookup (:mod:`gateway.api.shortcuts`), down to its leaves.
-Such a selection's completed object is kept, keyed by the record, the
-operation and the variables, and reused by the next answer that reaches the
-same record with the same selection.
+an attribute or a lookup (:mod:`gateway.api.shortcuts`), down to its leaves
+(judged once per operation, :mod:`gateway.api.judgments`). Such a selection's
+completed object is kept, keyed by the record, the operation and the variables,
+and reused by the next answer that reaches the same record with the same
+selection.
 
 Only types marked reusable (:func:`mark_reusable`: types whose objects are
 store records, not built per request) are kept; a completion that added an
@@ -22,22 +23,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from collections.abc import Mapping
+from typing import Any
 
-from graphql import (
-    FieldNode,
-    FragmentSpreadNode,
-    GraphQLObjectType,
-    GraphQLSchema,
-    InlineFragmentNode,
-    OperationDefinitionNode,
-    SelectionSetNode,
-    get_named_type,
-)
-from graphql.execution.collect_fields import FragmentDetails
+from graphql import GraphQLObjectType, GraphQLSchema, OperationDefinitionNode
 
-from gateway.api.shortcuts import Attribute, Lookup
 from gateway.domain.bounded import Figures
 
 __all__ = ["REUSABLE", "Completed", "Kept", "mark_reusable", "object_bytes", "operation_bytes"]
@@ -62,9 +52,6 @@ BYTES_PER_ANSWER_BYTE = 4
 AST_BYTES_PER_CHAR = 128
 #: What an operation parsed without locations is taken to take.
 UNMEASURED_OPERATION_BYTES = 64 * 1024
-_T = TypeVar("_T")
-#: Directives that only select; any other (defer, stream) is left to execute.
-_SELECTING = frozenset({"include", "skip"})
 
 
 def mark_reusable(schema: GraphQLSchema, *type_names: str) -> None:
@@ -139,13 +126,6 @@ class Kept:
         #: The operations the kept objects hold, by id: (operation, objects holding it).
         self._operations: dict[int, tuple[OperationDefinitionNode, int]] = {}
         self._lock = threading.Lock()
-        #: What is judged of a selection (by type and field nodes) of an operation: whether
-        #: it reads only its record, its plan; while the operation lives. The nodes are
-        #: held with the judgment, so that their ids are not reused meanwhile. By the
-        #: operation's id, beside a weak reference to it: a node's hash is its whole
-        #: tree's, 4-6 us a lookup of bench.churn's queries, where a mapping weak by key
-        #: hashes it at every one.
-        self._judged: dict[int, _Judged] = {}
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -204,71 +184,6 @@ class Kept:
         else:
             self._operations[id(operation)] = (operation, holding - 1)
 
-    def pure(
-        self,
-        operation: OperationDefinitionNode,
-        fragments: Mapping[str, FragmentDetails],
-        object_type: GraphQLObjectType,
-        nodes: tuple[FieldNode, ...],
-    ) -> bool:
-        """Whether every field the ``nodes`` select on ``object_type`` reads only the object."""
-
-        def judge() -> bool:
-            walk = _Purity(fragments)
-            return all(
-                n.selection_set is not None and walk.selections(object_type, n.selection_set)
-                for n in nodes
-            )
-
-        return self.judged(operation, ("pure", id(object_type)), nodes, judge)
-
-    def judged(
-        self,
-        operation: OperationDefinitionNode,
-        kind: tuple[str, int],
-        nodes: tuple[FieldNode, ...],
-        judge: Callable[[], _T],
-    ) -> _T:
-        """What ``judge`` says of a selection of ``operation`` (the field ``nodes``, and
-        ``kind``: what is judged, of which type's id), judged once while the operation lives.
-
-        Judgments take a few objects per field of the operation's text, and go with
-        it: the documents' memos bound them with the operation.
-        """
-        key = (*kind, *map(id, nodes))
-        judged = self._judged.get(id(operation))
-        if judged is None or judged.operation() is not operation:
-            judged = None
-        known = None if judged is None else judged.selections.get(key)
-        if known is not None and known[0] == nodes:
-            return cast("_T", known[1])
-        found = judge()
-        with self._lock:
-            if judged is None:
-                judged = self._judged[id(operation)] = _Judged(operation, self._judged)
-            judged.selections[key] = (nodes, found)
-        return found
-
-
-class _Judged:
-    """The selections of one operation judged pure or not, filed in ``judged`` by the
-    operation's id until the operation goes. A weak reference's callback runs as the
-    operation is freed, before its id can name another; it takes no lock, since that
-    may be in a thread holding one."""
-
-    __slots__ = ("operation", "selections")
-
-    def __init__(self, operation: OperationDefinitionNode, judged: dict[int, _Judged]) -> None:
-        key = id(operation)
-
-        def forget(reference: weakref.ref[OperationDefinitionNode]) -> None:
-            if (found := judged.get(key)) is not None and found.operation is reference:
-                del judged[key]
-
-        self.operation = weakref.ref(operation, forget)
-        #: (kind, type, field node ids) -> (the field nodes, the judgment).
-        self.selections: dict[tuple[object, ...], tuple[tuple[FieldNode, ...], object]] = {}
-
 
 def object_bytes(completed: Completed) -> int:
     """What a kept object takes in memory, estimated from the answer bytes it added."""
@@ -281,51 +196,3 @@ def operation_bytes(operation: OperationDefinitionNode) -> int:
     if loc is None:
         return UNMEASURED_OPERATION_BYTES
     return AST_BYTES_PER_CHAR * (loc.end - loc.start) + len(loc.source.body)
-
-
-class _Purity:
-    def __init__(self, fragments: Mapping[str, FragmentDetails]) -> None:
-        self.fragments = fragments
-        self.seen: set[str] = set()
-
-    def selections(self, parent: GraphQLObjectType, selection_set: SelectionSetNode) -> bool:
-        for selection in selection_set.selections:
-            if any(d.name.value not in _SELECTING for d in selection.directives or ()):
-                return False
-            if isinstance(selection, FieldNode):
-                if not self.field(parent, selection):
-                    return False
-            elif isinstance(selection, InlineFragmentNode):
-                condition = selection.type_condition
-                if condition is not None and condition.name.value != parent.name:
-                    return False
-                if not self.selections(parent, selection.selection_set):
-                    return False
-            elif isinstance(selection, FragmentSpreadNode) and not self.spread(
-                parent, selection.name.value
-            ):
-                return False
-        return True
-
-    def spread(self, parent: GraphQLObjectType, name: str) -> bool:
-        details = self.fragments.get(name)
-        if details is None or details.variable_signatures:  # fragment arguments: left alone
-            return False
-        fragment = details.definition
-        if fragment.type_condition.name.value != parent.name:
-            return False
-        if name in self.seen:  # validation refuses cycles; a repeat was judged already
-            return True
-        self.seen.add(name)
-        return self.selections(parent, fragment.selection_set)
-
-    def field(self, parent: GraphQLObjectType, node: FieldNode) -> bool:
-        if node.name.value == "__typename":
-            return True
-        definition = parent.fields.get(node.name.value)
-        if definition is None or type(definition.resolve) not in (Attribute, Lookup):
-            return False
-        if node.selection_set is None:  # a leaf, or a list of them
-            return True
-        named = get_named_type(definition.type)
-        return isinstance(named, GraphQLObjectType) and self.selections(named, node.selection_set)

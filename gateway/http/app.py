@@ -62,7 +62,8 @@ class Budgets:
     events: int = EVENT_BYTES
     #: Each parse memo of the process (gateway.domain.memo).
     parse_memo: int = memo.BUDGET
-    #: Each memo of documents: parsed, validated, prepared, subscriptions' (gateway.api.documents).
+    #: Each memo of documents: parsed, validated, prepared, subscriptions' (gateway.api.documents),
+    #: and what is judged of their selections (gateway.api.judgments).
     documents: int = DOCUMENT_BYTES
 
 
@@ -111,7 +112,12 @@ def create_app(
     store = store or Store()
     budgets = budgets or Budgets()
     store.views.max_bytes = budgets.views
-    Answers.install(store.memos, completed_bytes=budgets.completed, event_bytes=budgets.events)
+    Answers.install(
+        store.memos,
+        completed_bytes=budgets.completed,
+        event_bytes=budgets.events,
+        judgment_bytes=budgets.documents,
+    )
     memo.set_budget(budgets.parse_memo)
     for parsing in memo.PARSING:
         store.memos.add(parsing)
