@@ -147,11 +147,12 @@ async def test_every_flavor_per_zone_in_one_query(client: httpx.AsyncClient) -> 
         {"key": "qa-de-1b", "slots": 0, "hostsWithRoom": 0, "hostsUnknown": 0},
     ]
     assert by_name["g_c32_m128"]["extraSpecs"] == [{"key": "hw:x", "value": "y"}]
-    # Nobody reports a VGPU capacity: every eligible host is unknown; the slots known
-    # are those of the excluded hosts, none.
+    # Nobody reports a VGPU capacity: every eligible host is unknown but node-b, whose
+    # over-subscribed figures admit no instance whatever its VGPU; the slots known are
+    # those of the excluded hosts and node-b's, none.
     assert by_name["gpu"]["slots"] == [
         {"key": "qa-de-1a", "slots": 0, "hostsWithRoom": 0, "hostsUnknown": 1},
-        {"key": "qa-de-1b", "slots": 0, "hostsWithRoom": 0, "hostsUnknown": 1},
+        {"key": "qa-de-1b", "slots": 0, "hostsWithRoom": 0, "hostsUnknown": 0},
     ]
     assert by_name["gpu"]["resources"] == [
         {"name": "VGPU", "amount": "1"},
@@ -277,7 +278,8 @@ async def test_groups_count_what_the_scheduler_excludes(rules_client: httpx.Asyn
     (pinned,) = await slots(rules_client, 'flavor: "p_c4_m16"', fields)
     assert pinned["slots"] == 4  # 16 PCPU, the shared cpus untouched
     (granular,) = await slots(rules_client, 'flavor: "vgpu"', fields)
-    assert (granular["slots"], granular["hostsUnknown"]) == (0, 1)  # 4 excluded, 1 unknown
+    # Not judged: no slots to sum (null, not the 0 of its 4 excluded hosts), 1 unknown.
+    assert (granular["slots"], granular["hostsUnknown"]) == (None, 1)
     # The same through Flavor.slots, with the filter's hosts (counted, not kept).
     data = await query(
         rules_client,

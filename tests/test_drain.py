@@ -82,7 +82,9 @@ def test_only_same_zone_eligible_hosts_of_the_same_isolation_take_them() -> None
     plan = plan_drain(fleet, ["drained"])
     assert plan.moves == ()
     (left,) = plan.unplaced
-    assert (left.source, left.reason) == ("drained", "no eligible host in zone a has room for it")
+    # Only a host of another project would have room: none the scheduler would use.
+    reason = "no host in zone a the scheduler would use for it"
+    assert (left.source, left.reason) == ("drained", reason)
     # The project of the consumer (p1) opens a host restricted to it.
     opened = [*fleet, host("p1-only", allowedProjects=["p1"])]
     assert summary(plan_drain(opened, ["drained"])) == [("01", "drained", "p1-only")]
@@ -98,6 +100,19 @@ def test_only_same_zone_eligible_hosts_of_the_same_isolation_take_them() -> None
 def test_a_zone_with_nowhere_to_go_says_so() -> None:
     plan = plan_drain([host("alone", [(1, 1, 1)]), host("b", zone="b")], ["alone"])
     assert plan.unplaced[0].reason == "no host in zone a the scheduler would use for it"
+
+
+def test_an_unplaced_consumer_is_told_why() -> None:
+    """No room is one reason; a host closed to its project or one whose figures are
+    unknown has no room to run out of."""
+    full = [host("drained", [(1, 2, 8)]), host("full", [(2, 16, 64)])]
+    assert plan_drain(full, ["drained"]).unplaced[0].reason == (
+        "no eligible host in zone a has room for it"
+    )
+    blind = [host("drained", [(1, 2, 8)]), host("blind", untracked=True)]
+    assert plan_drain(blind, ["drained"], View.BOOKINGS).unplaced[0].reason == (
+        "no eligible host in zone a knows its figures of cpu, memory"
+    )
 
 
 def test_a_migrating_consumer_moves_only_its_drained_booking() -> None:
@@ -125,6 +140,9 @@ def test_untracked_hosts_are_judged_in_aggregate_and_not_exact() -> None:
     assert estimate.left["memory"] == 44 * GiB
     tight = plan_drain([*fleet[:2], host("t2", memory=10)], ["untracked"])
     assert tight.estimates[0].fits is False
+    # Its instances' projects are unknown: a host open to some projects only is no room.
+    private = plan_drain([*fleet[:2], host("t2", memory=20, allowedProjects=["p1"])], ["untracked"])
+    assert (private.estimates[0].left["memory"], private.estimates[0].fits) == (24 * GiB, False)
 
 
 def test_views_decide_the_room() -> None:

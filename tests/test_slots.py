@@ -102,6 +102,14 @@ def test_a_resource_the_host_does_not_have_is_unknown() -> None:
     assert count(TRACKED, cpu=1, VGPU=1) is None
 
 
+def test_a_figure_that_admits_none_makes_zero_whatever_the_unknown_ones() -> None:
+    over = host("over", [consumer(uuid_of(1), {"memory": "2Gi"})], {"capacity": {"memory": "1Gi"}})
+    assert count(over, cpu=1, memory=2**20) == 0  # memory -1 GiB; cpu unknown
+    assert count(TRACKED, cpu=15, VGPU=1) == 0  # 14 cores free; VGPU unknown
+    (group,) = slots.slot_groups([over], Demand.of_amounts({"cpu": Decimal(1)}), Grouping.NONE)
+    assert (group.slots, group.hosts_unknown) == (None, 1)  # cpu alone: unknown
+
+
 def test_groups_sum_and_count() -> None:
     groups = slots.slot_groups([TRACKED, UNTRACKED, BLIND], REQUEST, Grouping.NONE)
     (group,) = groups

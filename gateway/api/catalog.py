@@ -112,8 +112,11 @@ class SlotGroup:
         description="The catalog flavor counted; null for an explicit request."
     )
     slots: Count | None = strawberry.field(
-        description="Sum of the known per-host slots (0 on an excluded host); null when no "
-        "host of the group could be judged or was excluded."
+        description="Sum of the known per-host slots (0 on an excluded host, and on one where "
+        "a known figure does not admit one instance); null when no host of the group could be "
+        "judged or was excluded, and for a flavor that cannot be judged. On tracked hosts the "
+        "room is counted as Placement counts it (memory in whole MiB, the allocation ratio in "
+        "binary floating point): a host's slots can be one below floor(free / amount)."
     )
     allocation_slots: Count | None = strawberry.field(
         description="The part of slots judged on libvirt's allocation (in the AVAILABLE view "

@@ -46,8 +46,8 @@ class UnplacedConsumer:
         description="What its booking claims, in base units."
     )
     reason: str = strawberry.field(
-        description="Why: no host of its zone the scheduler would use for it, or none of "
-        "those with room left for it."
+        description="Why: no host of its zone the scheduler would use for it, none of those "
+        "that knows the figures its booking needs, or none of those with room left for it."
     )
 
 
@@ -58,9 +58,10 @@ class DrainRoom:
 
 
 @strawberry.type(
-    description="A drained host whose bookings are not tracked: its instances' sizes are "
-    "unknown, so its allocation is judged in aggregate against what its zone's eligible "
-    "hosts have left after the exact moves."
+    description="A drained host whose bookings are not tracked: its instances' sizes and "
+    "projects are unknown, so its allocation is judged in aggregate against what its zone's "
+    "eligible hosts (ready, enabled, open to every project, of its isolation) have left after "
+    "the exact moves."
 )
 class DrainEstimate:
     zone: str | None = strawberry.field(description="Its zone.")
@@ -134,7 +135,9 @@ class DrainPlan:
 
     @strawberry.field(
         description="Capacity totals with the moves applied (booked and allocated grown on "
-        "the hosts that take them) and the drained hosts left out."
+        "the hosts that take them) and the drained hosts left out. An estimated host's "
+        "instances are placed on no host here: their allocation is in no total (exact is "
+        "false; see estimates)."
     )
     def after(
         self,

@@ -22,9 +22,10 @@ The plan is valid (no target over its figure, drained, ineligible or in another
 zone) and maximal: a consumer left unplaced fits on no eligible host with what the
 plan leaves there, since it was tried on every one and later moves only take room.
 
-An untracked drained host has no bookings: its instances' sizes are unknown. It is
-judged in aggregate, its allocation against what the zone's eligible hosts (of its
-isolation) have left after the exact moves, and the plan is then not exact.
+An untracked drained host has no bookings: its instances' sizes and projects are
+unknown. It is judged in aggregate, its allocation against what the zone's eligible
+hosts (of its isolation, open to every project) have left after the exact moves,
+and the plan is then not exact.
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ class _Target:
 
     def memory(self) -> Decimal | None:
         return self.room.get(_MEMORY, (None, None))[0]
+
+    def knows(self, amounts: Amounts) -> bool:
+        """Whether the figures (and max_unit) of every resource of ``amounts`` are known."""
+        return all(None not in self.room.get(name, (None, None)) for name in amounts)
 
     def admits(self, amounts: Amounts) -> bool:
         for name, amount in amounts.items():
@@ -192,9 +197,9 @@ class _Pools:
         self._blind: dict[tuple[str | None, frozenset[str]], list[_Target]] = defaultdict(list)
         #: What isolates each drained host's aggregates (its instances stay within it).
         self._isolation: dict[str, frozenset[str]] = {}
-        #: Requests no target took: room only shrinks, so the same request fails again
-        #: (a full zone's consumers, mostly of a few flavors, are not tried host by host).
-        self._failed: set[tuple[object, ...]] = set()
+        #: Requests no target took, and why: room only shrinks, so the same request fails
+        #: again (a full zone's consumers, mostly of a few flavors, are not tried host by host).
+        self._failed: dict[tuple[object, ...], str] = {}
         for zone, targets in by_zone.items():
             for target in sorted(targets, key=lambda t: t.host.name):
                 facts = target.facts
@@ -217,11 +222,10 @@ class _Pools:
             isolation = self._isolation[source.name] = host_facts(source).isolating
         key = (source.zone, isolation)
         pool, blind = self._pools.get(key, []), self._blind.get(key, [])
-        if not pool and not blind:
-            return None, f"no host in zone {source.zone} the scheduler would use for it"
         asked = (key, project, *sorted(amounts.items()))
-        if asked in self._failed:
-            return None, _NO_ROOM.format(zone=source.zone)
+        failed = self._failed.get(asked)
+        if failed is not None:
+            return None, failed
         wanted = amounts.get(_MEMORY, _ZERO)
         start = bisect.bisect_left(pool, (wanted, ""), key=lambda entry: entry[:2])
         for index in range(start, len(pool)):
@@ -237,11 +241,25 @@ class _Pools:
             if _open(target.facts, project) and target.admits(amounts):
                 target.take(amounts)
                 return target, ""
-        self._failed.add(asked)
-        return None, _NO_ROOM.format(zone=source.zone)
+        failed = self._failed[asked] = _why(
+            source.zone, [*(e[2] for e in pool), *blind], amounts, project
+        )
+        return None, failed
 
 
-_NO_ROOM = "no eligible host in zone {zone} has room for it"
+def _why(
+    zone: str | None, targets: Sequence[_Target], amounts: Amounts, project: str | None
+) -> str:
+    """Why none of the zone's ``targets`` (of the consumer's isolation, ready and
+    enabled) took a consumer: none open to its project, none that knows the figures
+    it needs, or none with room left."""
+    open_to_it = [t for t in targets if _open(t.facts, project)]
+    if not open_to_it:
+        return f"no host in zone {zone} the scheduler would use for it"
+    if not any(t.knows(amounts) for t in open_to_it):
+        needed = ", ".join(sorted(amounts))
+        return f"no eligible host in zone {zone} knows its figures of {needed}"
+    return f"no eligible host in zone {zone} has room for it"
 
 
 def _open(facts: HostFacts, project: str | None) -> bool:
@@ -252,10 +270,14 @@ def _estimate(host: Hypervisor, targets: Sequence[_Target]) -> Estimate:
     """An untracked host's allocation against the room its zone's eligible hosts of its
     isolation have left, in aggregate."""
     isolation = host_facts(host).isolating
+    # Its instances' projects are unknown too: only hosts open to every project count.
     eligible = [
         t
         for t in targets
-        if t.facts.ready and not t.facts.disabled and t.facts.isolating == isolation
+        if t.facts.ready
+        and not t.facts.disabled
+        and _open(t.facts, None)
+        and t.facts.isolating == isolation
     ]
     left: dict[str, Decimal | None] = {}
     for name in host.allocation:

@@ -9,7 +9,8 @@ per reason. On an eligible host, in a chosen view (domain brief, section 4)::
     slots = min over requested r of floor(figure[r] / a_r)
 
 0 when a figure is negative or the request does not fit at all (min_unit,
-max_unit), unknown (None) when a figure it needs is unknown. Judged on bookings,
+max_unit), even where another figure is unknown; else unknown (None) when a figure
+it needs is unknown. Judged on bookings,
 memory is counted in Placement's whole MiB (:func:`gateway.domain.capacity.judged`),
 so that a tracked host's slots are exactly what Placement would grant. A group adds
 the known slots and says how many hosts have room (slots >= 1), how many could not
@@ -131,17 +132,20 @@ class _Counter:
         if self.demand.unjudged is not None:
             return _UNKNOWN
         least: Decimal | None = None
-        fits = True
+        fits, known = True, True
         for name, amount in self.wanted:
             figure, maximum = bounds.get(name, (None, None))
             admitted = capacity.admits(name, amount, figure, maximum)
             if admitted is None:
-                return _UNKNOWN
-            if not admitted:  # below min_unit (a zero amount), or a negative figure
+                known = False
+            elif not admitted:  # below min_unit (a zero amount), or a negative figure
                 fits = False
             elif fits:
                 slots = CONTEXT.divide_int(figure, amount)  # type: ignore[arg-type]
                 least = slots if least is None or slots < least else least
+        if fits and not known:
+            return _UNKNOWN
+        # A figure that does not admit one instance makes 0, whatever the unknown ones are.
         basis = self.basis[0 if tracked else 1]
         return (int(least) if fits and least is not None else 0), basis, None
 
@@ -253,8 +257,9 @@ def read_groups(
                 tally.view,
                 tally.project,
                 hosts,
-                # An excluded host is known to take none: 0, not unknown.
-                slots if judged or any(excluded) else None,
+                # An excluded host is known to take none: 0, not unknown; but a flavor
+                # that cannot be judged has no slots to sum (Flavor.judged).
+                slots if (judged or any(excluded)) and demand.unjudged is None else None,
                 allocation_slots if on_allocation else None,
                 room,
                 unknown,
