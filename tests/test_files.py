@@ -399,6 +399,47 @@ async def test_absurd_nesting_is_a_file_error(tmp_path: Path, serve: Any) -> Non
     assert source.status.error == f"{tmp_path / 'deep.json'}: nested too deeply"
 
 
+def alias_bomb(levels: int) -> str:
+    """An object whose spec holds 10 ** ``levels`` strings, written as aliases of aliases."""
+    lines = ["kind: Hypervisor", "metadata: {name: bomb}", "spec:", "  junk:"]
+    lines.append("    a0: &a0 [x, x, x, x, x, x, x, x, x, x]")
+    for level in range(1, levels):
+        lines.append(f"    a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 10)}]")
+    lines.append(f"  customTraits: *a{levels - 1}")
+    return "\n".join(lines) + "\n"
+
+
+async def test_aliases_that_expand_beyond_reason_are_a_file_error(
+    tmp_path: Path, serve: Any
+) -> None:
+    """825 bytes that hold 10^12 values once each alias is walked (the object's
+    fingerprint, the parser): refused as they are read, the other files served."""
+    (tmp_path / "bomb.yaml").write_text(alias_bomb(12))
+    with pytest.raises(ValueError, match="aliases expand"):
+        load_objects(tmp_path / "bomb.yaml")
+    dump(tmp_path / "a.yaml", hypervisor("a"))
+    source, store = await serve(tmp_path)
+    assert names(store) == ["a"]
+    limit = f"{1_000_000:,}"
+    expected = f"{tmp_path / 'bomb.yaml'}: its aliases expand to more than {limit} values; refused"
+    assert source.status.error == expected
+
+
+def test_aliases_within_reason_are_read(tmp_path: Path) -> None:
+    """An anchor shared by a few objects (labels, say) is YAML as any other."""
+    path = tmp_path / "shared.yaml"
+    path.write_text(
+        "- {kind: Hypervisor, metadata: {name: a, labels: &labels {zone: z1}}}\n"
+        "- {kind: Hypervisor, metadata: {name: b, labels: *labels}}\n"
+    )
+    objects, skipped = load_objects(path)
+    assert [obj["metadata"]["labels"] for _, obj in objects] == [{"zone": "z1"}] * 2
+    assert skipped == {}
+    (tmp_path / "bomb.yaml").write_text(alias_bomb(5))  # 100,000 values: within reason
+    ((_, bomb),) = load_objects(tmp_path / "bomb.yaml")[0]
+    assert len(bomb["spec"]["customTraits"]) == 10
+
+
 def kubectl_list(*items: Any) -> str:
     """A List as ``kubectl get -o yaml`` writes it: its kind and metadata after the items."""
     return yaml.safe_dump(

@@ -22,7 +22,8 @@ it also sees a ConfigMap update, which swaps a symlink. A changed file is read o
 it has held still for one poll, so that one caught while being written (truncated,
 half written) is never taken for its content; the first scan reads at once. Each
 change replaces the whole store at once. A file that cannot be read or parsed
-keeps the objects it last gave, and ``status.error`` names it until it is fixed;
+(or whose YAML aliases expand beyond reason: see :class:`_Loader`) keeps the
+objects it last gave, and ``status.error`` names it until it is fixed;
 so does one that looks cut short although it parses: empty after it gave
 objects, or a List whose items are not followed by its ``kind`` (kubectl writes
 ``apiVersion``, ``items``, ``kind``, ``metadata`` in that order, and its Lists do
@@ -73,8 +74,27 @@ class FileSourceError(Exception):
     """PATH cannot be a source at all; raised by :meth:`FileSource.check` before serving."""
 
 
+#: Values an aliased YAML file may hold, its aliases expanded: at least this many...
+MIN_EXPANDED = 1_000_000
+#: ... or this many per byte of the file (a value takes two bytes at the least).
+EXPANDED_PER_BYTE = 16
+
+
 class _Loader(_SafeLoader):
-    """Safe YAML as Kubernetes reads it: timestamps stay strings, not datetimes."""
+    """Safe YAML as Kubernetes reads it: timestamps stay strings, not datetimes.
+
+    An alias is the object its anchor made, shared: a few hundred bytes of aliases
+    of aliases hold 10^12 values once walked as a tree, which every reader of an
+    object does (its fingerprint's JSON, the parser). A file that uses aliases
+    (kubectl never writes one) is walked once, bounded, before it is taken.
+    """
+
+    aliased = False
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        if node in self.constructed_objects:  # made before: an alias of its anchor
+            self.aliased = True
+        return super().construct_object(node, deep)
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -123,7 +143,30 @@ def load_objects(path: Path) -> tuple[list[tuple[str, dict[str, Any]]], dict[str
 
 
 def _yaml_documents(data: bytes) -> list[Any]:
-    return list(yaml.load_all(data, Loader=_Loader))
+    loader = _Loader(data)
+    try:
+        documents = []
+        while loader.check_data():  # type: ignore[no-untyped-call]  # yaml.load_all's loop
+            documents.append(loader.get_data())
+    finally:
+        loader.dispose()
+    if loader.aliased:
+        _within(documents, max(MIN_EXPANDED, EXPANDED_PER_BYTE * len(data)))
+    return documents
+
+
+def _within(documents: list[Any], limit: int) -> None:
+    """Raise ValueError when ``documents``, each alias expanded, hold more than ``limit``
+    values (a self-referencing alias holds infinitely many)."""
+    count = 0
+    waiting: list[Any] = [documents]
+    while waiting:
+        container = waiting.pop()
+        values = container.values() if isinstance(container, dict) else container
+        count += len(values)
+        if count > limit:
+            raise ValueError(f"its aliases expand to more than {limit:,} values; refused")
+        waiting.extend(v for v in values if isinstance(v, dict | list))
 
 
 def _items(documents: Iterable[Any]) -> Iterator[Any]:
