@@ -132,6 +132,10 @@ def test_files(tmp_path: Path) -> None:
         ([{"name": "a", "vcpus": 1, "ram": -1}], "a: ram: expected a whole number >= 1, got -1"),
         ([{"name": "a", "vcpus": 1, "ram": 1, "disk": -1}], "disk: expected a whole number >= 0"),
         (
+            [{"name": "a", "vcpus": 1, "ram": 2**31}],
+            "a: ram: 2147483648 is beyond the 32-bit integers the API shows",
+        ),
+        (
             [{"name": "a", "vcpus": 1, "ram": 1}, {"name": "a", "vcpus": 2, "ram": 2}],
             "flavor 'a' is listed twice",
         ),

@@ -607,6 +607,34 @@ def test_wrongly_typed_scalars_are_warned_about() -> None:
     assert len(h.warnings) == 8
 
 
+def test_integers_beyond_the_apis_32_bits_are_warned_about() -> None:
+    """The API shows these as GraphQL Ints, which are 32 bits: a larger one (Kubernetes'
+    metadata.generation is int64) failed its field in every answer, as an internal
+    error; it is left out with a warning instead, as any value it cannot show."""
+    big = 2**31
+    obj = hypervisor(
+        spec={"bookings": [consumer(uuid_of(1), {"cpu": 1}, consumerGeneration=big)]},
+        status={
+            "numInstances": big,
+            "cells": [{"cellID": -big - 1}, {"cellID": big - 1}],
+            "updateStatus": {"retry": big},
+        },
+    )
+    obj["metadata"]["generation"] = big
+    h = parse(obj)
+    assert (h.generation, h.num_instances, h.bookings[0].consumer_generation) == (None,) * 3
+    assert h.update_status is not None and h.update_status.retry is None
+    assert [c.cell_id for c in h.cells] == [big - 1]
+    beyond = [w for w in h.warnings if "beyond the 32-bit integers the API shows" in w]
+    assert [w.split(":")[0] for w in beyond] == [
+        "spec.bookings[0].consumer.consumerGeneration",
+        "status.cells[0].cellID",
+        "status.updateStatus.retry",
+        "metadata.generation",
+        "status.numInstances",
+    ]
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
     lambda inner: (

@@ -14,7 +14,15 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from gateway.domain.lenient import Reader, bound_shared, remembered, share, shared_string
+from gateway.domain.lenient import (
+    INT_MAX,
+    INT_MIN,
+    Reader,
+    bound_shared,
+    remembered,
+    share,
+    shared_string,
+)
 from gateway.domain.quantity import CONTEXT
 from gateway.domain.records import (
     Amounts,
@@ -80,7 +88,9 @@ def _consumer(
         )
     seen.add(uuid)
     generation = body.get("consumerGeneration")
-    if generation is not None and type(generation) is not int:
+    if generation is not None and not (
+        type(generation) is int and INT_MIN <= generation <= INT_MAX
+    ):
         generation = p.integer(generation, f"spec.bookings[{i}].consumer.consumerGeneration")
     kind, project, user = body.get("consumerType"), body.get("projectID"), body.get("userID")
     if type(kind) is str and type(project) is str and type(user) is str:  # without a call

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from gateway.domain.demand import Demand, DemandError, flavor_demand
+from gateway.domain.lenient import INT_MAX
 from gateway.domain.records import Amounts
 
 __all__ = [
@@ -139,6 +140,8 @@ def _count(value: Any, field: str, *, minimum: int) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise FlavorError(f"{field}: expected a whole number >= {minimum}, got {value!r}")
+    if value > INT_MAX:
+        raise FlavorError(f"{field}: {value} is beyond the 32-bit integers the API shows")
     return value
 
 

@@ -20,6 +20,8 @@ from gateway.domain.memo import BUDGET, PARSING, Memo, readings
 from gateway.domain.quantity import QuantityError, parse_number, parse_quantity
 
 __all__ = [
+    "INT_MAX",
+    "INT_MIN",
     "STRINGS",
     "Reader",
     "SharedStrings",
@@ -28,6 +30,10 @@ __all__ = [
     "share",
     "shared_string",
 ]
+
+
+#: The integers the API's Int carries: GraphQL's Int is a signed 32-bit integer.
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 
 
 class Reader:
@@ -94,9 +100,13 @@ class Reader:
         return None
 
     def integer(self, value: Any, path: str) -> int | None:
-        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        """An integer as the API shows it (GraphQL's Int: 32 bits, signed)."""
+        if value is None or (type(value) is int and INT_MIN <= value <= INT_MAX):
             return value
-        self.warn(path, f"expected an integer, got {reprlib.repr(value)}; ignored")
+        if isinstance(value, int) and not isinstance(value, bool):
+            self.warn(path, f"{value} is beyond the 32-bit integers the API shows; ignored")
+        else:
+            self.warn(path, f"expected an integer, got {reprlib.repr(value)}; ignored")
         return None
 
     def amounts(self, value: Any, path: str) -> Mapping[str, Decimal]:
