@@ -7,7 +7,7 @@ import json
 import pytest
 from graphql import parse
 
-from gateway.api.budget import Budget, Overrun
+from gateway.api.budget import CLOCK_EVERY, INLINE_BYTES, INLINE_SECONDS, Budget, Offload, Overrun
 from gateway.api.context import Context
 from gateway.api.limits import Limits
 from gateway.api.schema import schema
@@ -28,6 +28,31 @@ def test_time_is_looked_at_between_fields() -> None:
     with pytest.raises(Overrun, match="took longer than the limit of 1 s"):
         for _ in range(1000):
             budget.charge(1)
+
+
+def test_work_on_the_event_loop_offloads_past_its_share() -> None:
+    """Estimated small, an operation runs on the loop; its answer's bytes or its time
+    there past the loop's share send it to a worker thread, before any limit."""
+    clock = Clock()
+    by_bytes = Budget(60.0, 10**9, clock)
+    by_bytes.run_inline()
+    by_bytes.charge(INLINE_BYTES)
+    with pytest.raises(Offload):
+        for _ in range(CLOCK_EVERY):
+            by_bytes.charge(1)
+    by_time = Budget(60.0, 10**9, clock)
+    by_time.run_inline()
+    for _ in range(2 * CLOCK_EVERY):
+        by_time.charge(1)
+    clock.now += INLINE_SECONDS * 2
+    with pytest.raises(Offload):
+        for _ in range(CLOCK_EVERY):
+            by_time.charge(1)
+    threaded = Budget(60.0, 10**9, clock)  # in a thread: only the limits hold
+    threaded.charge(INLINE_BYTES)
+    clock.now += 1
+    for _ in range(2 * CLOCK_EVERY):
+        threaded.charge(1)
 
 
 def test_a_stopped_budget_ends_the_work() -> None:

@@ -80,6 +80,44 @@ async def test_cheap_operations_run_on_the_loop_and_costly_ones_in_a_thread() ->
     assert execution.running == 0
 
 
+async def test_a_query_estimated_cheap_that_meets_a_huge_host_goes_to_a_thread() -> None:
+    """The estimate knows the fleet's usual list lengths; one host of 20,000 instances
+    answered on the loop stalled every other request (30 such lookups: /healthz
+    answered after 19 s). Past the loop's share it runs again in a worker thread,
+    where the concurrency slots and the time limit hold, and answers the same."""
+    from gateway.api.context import Context
+    from gateway.api.schema import schema
+    from gateway.domain.flavors import load_catalog
+    from gateway.sources.demo.source import generate
+    from gateway.store.source import SyncStatus
+    from gateway.store.store import Store
+
+    objects = generate(3, seed=1, bookings_per_host=2)
+    huge = objects[0]
+    huge["status"]["instances"] = [
+        {"id": f"{i:08d}-0000-4000-8000-000000000000", "name": f"vm-{i}", "active": True}
+        for i in range(20_000)
+    ]
+    store = Store()
+    store.replace(objects)
+    execution = Execution(schema._schema, Limits())
+    status = SyncStatus(source="test", synced=True)
+    answered_on = []
+    for name in (objects[1]["metadata"]["name"], huge["metadata"]["name"]):
+        document = parse(f'{{ hypervisor(name: "{name}") {{ instances {{ id name active }} }} }}')
+        context = Context(store, status, None, catalog=load_catalog(None))  # type: ignore[arg-type]
+
+        def finish(result: Any) -> Any:
+            answered_on.append(threading.get_ident())
+            return result
+
+        result = await execution.run(document, context, None, None, finish, Cost(10))
+        assert result.errors is None
+    assert len(result.data["hypervisor"]["instances"]) == 20_000
+    assert answered_on[0] == threading.get_ident()  # the usual host: on the loop
+    assert answered_on[1] != threading.get_ident()
+
+
 async def test_a_cheap_query_that_must_count_the_fleet_counts_in_a_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis_graphql import from_schema
 
 from gateway.api.executor import Executor
-from gateway.api.plans import Plan, plan
+from gateway.api.plans import LONGEST_LIST, Plan, plan
 from gateway.api.schema import build_schema, schema, sdl
 from gateway.api.shortcuts import shortcut_resolvers
 from gateway.api.subscriptions import ChangeType, HypervisorChange
@@ -208,6 +208,19 @@ def test_lists_are_planned_and_an_item_the_plan_cannot_answer_is_the_full_paths(
         assert planned is not None
         answered.append(planned.data(shelf) is not None)
     assert answered == [True, False, False]
+
+
+def test_a_list_longer_than_a_plan_walks_at_once_is_the_full_paths(machines: Schemas) -> None:
+    """A plan is charged to the budget once it returns: a longer list takes the full
+    path, which charges and checks it as it goes."""
+    document = "subscription { shelfChanged { parts { size label } labels } }"
+    long = ShelfRecord([Part(1, "a")] * (LONGEST_LIST + 1), ["x"])
+    for shelf, answered in ((ShelfRecord(long.parts[1:], ["x"]), True), (long, False)):
+        plain, _, planned = events(machines, document, shelf)
+        assert planned is not None and (planned.data(shelf) is not None) is answered
+        assert plain.data is not None and len(plain.data["shelfChanged"]["parts"]) == len(
+            shelf.parts
+        )
 
 
 def test_an_iterable_that_is_read_once_is_left_to_the_full_path(machines: Schemas) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-__all__ = ["TIMEOUT", "TOO_LARGE", "Budget", "Offload", "Overrun"]
+__all__ = ["INLINE_BYTES", "INLINE_SECONDS", "TIMEOUT", "TOO_LARGE", "Budget", "Offload", "Overrun"]
 
 #: The ``extensions.code`` of the errors an overrun is answered with.
 TIMEOUT = "QUERY_TIMEOUT"
@@ -26,6 +26,12 @@ TOO_LARGE = "RESPONSE_TOO_LARGE"
 
 #: Fields completed between two looks at the clock (a look costs about 50 ns).
 CLOCK_EVERY = 256
+#: What an operation run on the event loop may spend there, in answer bytes and in
+#: seconds, before it goes to a worker thread (:class:`Offload`): its estimate said
+#: it was small (from the fleet's usual list lengths), but one host may hold 200,000
+#: instances, and the loop serves everyone else meanwhile.
+INLINE_BYTES = 256 * 1024
+INLINE_SECONDS = 0.02
 
 
 class Overrun(BaseException):
@@ -45,7 +51,17 @@ class Offload(BaseException):
 class Budget:
     """The time and response bytes left to one operation, charged field by field."""
 
-    __slots__ = ("_clock", "at", "inline", "max_bytes", "seconds", "spent", "stopped", "ticks")
+    __slots__ = (
+        "_clock",
+        "_inline_at",
+        "at",
+        "inline",
+        "max_bytes",
+        "seconds",
+        "spent",
+        "stopped",
+        "ticks",
+    )
 
     def __init__(
         self,
@@ -62,8 +78,9 @@ class Budget:
         self.stopped = False
         #: Charges left before the next :meth:`check`.
         self.ticks = CLOCK_EVERY
-        #: Whether the operation runs on the event loop (see :meth:`scan`).
+        #: Whether the operation runs on the event loop (:meth:`run_inline`).
         self.inline = False
+        self._inline_at = self.at
 
     def charge(self, size: int) -> None:
         """Count ``size`` bytes of answer; raise :class:`Overrun` once over budget.
@@ -76,6 +93,13 @@ class Budget:
         if self.ticks <= 0:
             self.check()
 
+    def run_inline(self) -> None:
+        """The operation runs on the event loop: past :data:`INLINE_BYTES` or
+        :data:`INLINE_SECONDS`, or at a count over the whole fleet (:meth:`scan`), it
+        raises :class:`Offload`, and runs again in a worker thread."""
+        self.inline = True
+        self._inline_at = self._clock() + INLINE_SECONDS
+
     def scan(self) -> None:
         """About to count over the whole fleet (a total the store does not keep yet).
 
@@ -86,12 +110,16 @@ class Budget:
             raise Offload
 
     def check(self) -> None:
-        """Raise :class:`Overrun` if over the size, past the deadline, or stopped."""
+        """Raise :class:`Overrun` if over the size, past the deadline, or stopped;
+        :class:`Offload` if more than the event loop's share (:meth:`run_inline`)."""
         self.ticks = CLOCK_EVERY
         if self.spent > self.max_bytes:
             raise Overrun(self.size_message(), TOO_LARGE)
-        if self.stopped or self._clock() > self.at:
+        now = self._clock()
+        if self.stopped or now > self.at:
             raise Overrun(self.time_message(), TIMEOUT)
+        if self.inline and (self.spent > INLINE_BYTES or now > self._inline_at):
+            raise Offload
 
     def stop(self) -> None:
         """Ask the work to end at its next charge (its requester gave up on it)."""

@@ -57,11 +57,15 @@ from graphql.execution.values import VariableValues, get_argument_values
 from gateway.api.reuse import REUSABLE
 from gateway.api.shortcuts import Attribute, Lookup
 
-__all__ = ["Complete", "Plan", "object_plan", "plan"]
+__all__ = ["LONGEST_LIST", "Complete", "Plan", "object_plan", "plan"]
 
 #: A value as graphql-core completes it for a field's type; Undefined where only the
 #: full path can say what it becomes (an error, mostly).
 Complete = Callable[[Any], Any]
+#: Items a plan walks of one list at most. A plan is one call, charged to the
+#: operation's budget once it returns: a longer list (a host's 200,000 instances)
+#: takes the full path, which charges and checks the budget as it goes.
+LONGEST_LIST = 1024
 
 
 class _Unplanned(Exception):
@@ -231,6 +235,8 @@ def _leaf(serialize: Callable[[Any], Any]) -> Complete:
 def _list(item: Complete) -> Complete:
     def complete(value: Any) -> Any:
         if not isinstance(value, list | tuple):  # read once: the full path reads it again
+            return Undefined
+        if len(value) > LONGEST_LIST:  # the full path charges every field as it goes
             return Undefined
         items = [item(v) for v in value]
         return Undefined if any(i is Undefined for i in items) else items

@@ -13,9 +13,10 @@ a thread's handoff, and under churn, with the loop applying changes and the
 threads contending for the interpreter, that handoff was most of its time. So
 does one that is small but for a filter's scan (``canFit``'s count): the store
 keeps the hosts a filter selects from change to change once asked. One that
-meets work its estimate could not see, or a scan not kept (the first count of a
-total, or of a filter's hosts, that the store then keeps), stops there and runs
-again in a worker thread.
+meets work its estimate could not see (past gateway.api.budget's INLINE_BYTES or
+INLINE_SECONDS: a host of 200,000 instances, where the estimate knows the fleet's
+usual lists), or a scan not kept (the first count of a total, or of a filter's
+hosts, that the store then keeps), stops there and runs again in a worker thread.
 """
 
 from __future__ import annotations
@@ -129,10 +130,10 @@ class Execution:
                 forget_tracebacks(errors or ())  # finished: masked and logged
 
         if cost.total - cost.kept <= self.limits.inline_cost:  # no thread, no slot: done at once
-            budget.inline = True
+            budget.run_inline()
             try:
                 return work()
-            except Offload:  # it met a count over the fleet: that runs in a thread
+            except Offload:  # larger than estimated, or a count over the fleet: a thread's
                 budget = context.budget = self._budget()
         if self.running >= self.limits.max_concurrent:
             raise HttpError(
