@@ -21,6 +21,23 @@ def test_nesting_is_measured_outside_strings() -> None:
         loads(DEEP, 64)  # json.loads itself would raise RecursionError here
 
 
+@pytest.mark.parametrize(
+    ("body", "refused"),
+    [
+        ('{"v": NaN}', "NaN is not JSON"),
+        ('{"v": -Infinity}', "-Infinity is not JSON"),
+        ('{"v": ' + "9" * 5000 + "}", "an integer of more than 4300 digits"),
+        ('{"v": "x"}'.encode("utf-16"), "codec can't decode"),
+    ],
+)
+def test_only_json_is_read(body: str | bytes, refused: str) -> None:
+    """What json.loads takes beyond the standard (UTF-16, NaN) is refused, and an
+    integer too long for Python to read is said so in words about the request."""
+    with pytest.raises(ValueError, match=refused):
+        loads(body, 64)
+    assert loads('{"v": -' + "9" * 4300 + "}", 64) == {"v": -int("9" * 4300)}
+
+
 @pytest.mark.parametrize("accept", ["application/json", "application/graphql-response+json"])
 async def test_deep_json_is_a_graphql_shaped_400(accept: str) -> None:
     body = f'{{"query": "{{ __typename }}", "variables": {{"v": {DEEP}}}}}'

@@ -14,6 +14,7 @@ import functools
 import itertools
 import json
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -119,7 +120,8 @@ _STEP = [1 if b in b"[{" else -1 for b in range(256)]
 
 
 def loads(data: str | bytes, max_depth: int) -> Any:
-    """``json.loads``, refusing (:class:`TooDeep`) nesting deeper than ``max_depth``.
+    """JSON (UTF-8, nothing ``json.loads`` takes beyond the standard), refusing
+    (:class:`TooDeep`) nesting deeper than ``max_depth``.
 
     The decoder recurses once per level, and a few thousand levels (a few KB)
     exhaust the stack. So the nesting is measured first, at C speed: strings are
@@ -132,7 +134,24 @@ def loads(data: str | bytes, max_depth: int) -> Any:
         brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
         if max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0) > max_depth:
             raise TooDeep(f"JSON nested deeper than {max_depth} levels")
-    return json.loads(raw)
+    # Only JSON: UTF-8 (json.loads would take UTF-16 and UTF-32 bytes too), and
+    # neither NaN and Infinity nor an integer too long for Python to read.
+    return json.loads(raw.decode(), parse_constant=_not_json, parse_int=_integer)
+
+
+#: Digits of the longest integer read: Python's own limit for reading one (4,300),
+#: which it reports in words about its settings.
+_LONGEST_INTEGER = sys.get_int_max_str_digits()
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > _LONGEST_INTEGER:
+        raise ValueError(f"an integer of more than {_LONGEST_INTEGER} digits")
+    return int(text)
 
 
 def params_of(method: str, payload: bytes, max_json_depth: int = 64) -> Params:
