@@ -88,6 +88,8 @@ async def test_a_hash_that_is_not_the_documents_is_refused_and_not_registered() 
     ("persisted", "code"),
     [
         ({"version": 2, "sha256Hash": "0" * 64}, "PERSISTED_QUERY_VERSION_NOT_SUPPORTED"),
+        ({"version": True, "sha256Hash": "0" * 64}, "PERSISTED_QUERY_VERSION_NOT_SUPPORTED"),
+        ({"version": 1.0, "sha256Hash": "0" * 64}, "PERSISTED_QUERY_VERSION_NOT_SUPPORTED"),
         ({"version": 1, "sha256Hash": "not a hash"}, "BAD_REQUEST"),
         ("x", "PERSISTED_QUERY_VERSION_NOT_SUPPORTED"),
     ],

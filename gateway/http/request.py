@@ -296,7 +296,8 @@ def persisted_hash(extensions: Mapping[str, Any] | None) -> str | None:
     found = (extensions or {}).get("persistedQuery")
     if found is None:
         return None
-    if not isinstance(found, dict) or found.get("version") != 1:
+    version = found.get("version") if isinstance(found, dict) else None
+    if type(version) is not int or version != 1:  # not true, nor 1.0: JSON's 1
         raise _coded(
             Code.PERSISTED_QUERY_VERSION_NOT_SUPPORTED.value, "expected persistedQuery version 1"
         )
