@@ -128,9 +128,11 @@ def test_a_migrating_consumer_moves_only_its_drained_booking() -> None:
 
 
 def test_untracked_hosts_are_judged_in_aggregate_and_not_exact() -> None:
+    """Against what the zone's hosts leave unallocated (libvirt's view, as the drained
+    host's allocation is), in every view: the domain brief's remaining unallocated figure."""
     fleet = [
         host("untracked", untracked=True, allocation=(8, 40)),
-        host("t1", [(1, 8, 40)], memory=64),  # 24 GiB left
+        host("t1", [(1, 8, 40)], memory=64, allocation=(8, 40)),  # 24 GiB unallocated
         host("t2", memory=20),
     ]
     plan = plan_drain(fleet, ["untracked"])
@@ -138,6 +140,12 @@ def test_untracked_hosts_are_judged_in_aggregate_and_not_exact() -> None:
     (estimate,) = plan.estimates
     assert (estimate.host, estimate.fits) == ("untracked", True)
     assert estimate.left["memory"] == 44 * GiB
+    # t1 booked for 40 GiB but running 10: 54 GiB unallocated, in the bookings' view too.
+    running_less = [fleet[0], host("t1", [(1, 8, 40)], memory=64, allocation=(8, 10)), fleet[2]]
+    for view in View:
+        assert plan_drain(running_less, ["untracked"], view).estimates[0].left["memory"] == (
+            74 * GiB
+        )
     tight = plan_drain([*fleet[:2], host("t2", memory=10)], ["untracked"])
     assert tight.estimates[0].fits is False
     # Its instances' projects are unknown: a host open to some projects only is no room.

@@ -60,8 +60,8 @@ class DrainRoom:
 @strawberry.type(
     description="A drained host whose bookings are not tracked: its instances' sizes and "
     "projects are unknown, so its allocation is judged in aggregate against what its zone's "
-    "eligible hosts (ready, enabled, open to every project, of its isolation) have left after "
-    "the exact moves."
+    "eligible hosts (ready, enabled, open to every project, of its isolation) have left "
+    "unallocated after the exact moves (libvirt's view, as its allocation is, in any view)."
 )
 class DrainEstimate:
     zone: str | None = strawberry.field(description="Its zone.")
@@ -79,8 +79,8 @@ class DrainEstimate:
         return amounts(root.allocation)
 
     @strawberry.field(
-        description="Per resource of its allocation, the room the zone's eligible hosts "
-        "have left (null where none of them knows it)."
+        description="Per resource of its allocation, what the zone's eligible hosts have "
+        "left unallocated (null where none of them knows it)."
     )
     def left(self, root: strawberry.Parent[drain.Estimate]) -> list[DrainRoom]:
         return [

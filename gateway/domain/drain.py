@@ -24,8 +24,8 @@ plan leaves there, since it was tried on every one and later moves only take roo
 
 An untracked drained host has no bookings: its instances' sizes and projects are
 unknown. It is judged in aggregate, its allocation against what the zone's eligible
-hosts (of its isolation, open to every project) have left after the exact moves,
-and the plan is then not exact.
+hosts (of its isolation, open to every project) have left unallocated after the
+exact moves (libvirt's view, as its allocation is), and the plan is then not exact.
 """
 
 from __future__ import annotations
@@ -94,9 +94,10 @@ class DrainPlan:
 
 
 class _Target:
-    """A host that may take moved consumers, with the room the plan left it."""
+    """A host that may take moved consumers, with the room the plan left it: in the
+    plan's view, and unallocated (libvirt's view, which estimates are judged in)."""
 
-    __slots__ = ("facts", "host", "room")
+    __slots__ = ("facts", "host", "room", "unallocated")
 
     def __init__(self, host: Hypervisor, view: View) -> None:
         self.host = host
@@ -104,6 +105,7 @@ class _Target:
         judge = capacity.judged(view)
         tracked = host.bookings_tracked
         self.room = {n: judge(r, tracked) for n, r in host.resources.items()}
+        self.unallocated = {n: r.unallocated for n, r in host.resources.items()}
 
     def memory(self) -> Decimal | None:
         return self.room.get(_MEMORY, (None, None))[0]
@@ -124,6 +126,8 @@ class _Target:
             figure, maximum = self.room[name]
             assert figure is not None, "a target takes only what it admits"
             self.room[name] = (CONTEXT.subtract(figure, amount), maximum)
+            if (unallocated := self.unallocated[name]) is not None:
+                self.unallocated[name] = CONTEXT.subtract(unallocated, amount)
 
 
 def plan_drain(
@@ -267,8 +271,9 @@ def _open(facts: HostFacts, project: str | None) -> bool:
 
 
 def _estimate(host: Hypervisor, targets: Sequence[_Target]) -> Estimate:
-    """An untracked host's allocation against the room its zone's eligible hosts of its
-    isolation have left, in aggregate."""
+    """An untracked host's allocation against what its zone's eligible hosts of its
+    isolation have left unallocated (the domain brief's "remaining unallocated
+    figure": libvirt's view, as its allocation is, whatever the plan's), in aggregate."""
     isolation = host_facts(host).isolating
     # Its instances' projects are unknown too: only hosts open to every project count.
     eligible = [
@@ -281,7 +286,7 @@ def _estimate(host: Hypervisor, targets: Sequence[_Target]) -> Estimate:
     ]
     left: dict[str, Decimal | None] = {}
     for name in host.allocation:
-        figures = [t.room.get(name, (None, None))[0] for t in eligible]
+        figures = [t.unallocated.get(name) for t in eligible]
         known = [f for f in figures if f is not None and f > 0]
         left[name] = sum(known, _ZERO) if known else None
     fits = all(
