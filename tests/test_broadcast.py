@@ -27,10 +27,11 @@ from tests.test_subscriptions import LEGACY_WS, TRANSPORT_WS, connect, modified
 HOSTS = "subscription { hypervisorChanged { type hypervisor { name resourceVersion } } }"
 
 
-async def gauges(address: str) -> dict[str, float]:
+async def gauges(
+    address: str, names: tuple[str, ...] = ("subscription_streams", "subscription_broadcasts")
+) -> dict[str, float]:
     async with httpx.AsyncClient(base_url=f"http://{address}") as client:
         text = (await client.get("/metrics")).text
-    names = ("subscription_streams", "subscription_broadcasts")
     found = {}
     for line in text.splitlines():
         name, _, value = line.partition(" ")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import itertools
 import json
+import socket
 import time
 from typing import Any
 
@@ -15,6 +18,7 @@ from strawberry.http.exceptions import WebSocketDisconnected
 
 from gateway.api.budget import Overrun
 from gateway.api.limits import Limits
+from gateway.http import websocket
 from gateway.http.websocket import send_while_connected
 from gateway.sources.demo.source import generate
 from tests import fleet
@@ -29,7 +33,7 @@ from tests.support import (
 from tests.test_broadcast import HOSTS, gauges
 from tests.test_cost import DEPTH_12
 from tests.test_limits import HEAVY
-from tests.test_subscriptions import connect, modified
+from tests.test_subscriptions import Client, connect, modified
 
 TRANSPORT_WS = "graphql-transport-ws"
 LEGACY_WS = "graphql-ws"
@@ -150,12 +154,14 @@ MALFORMED = [
     (LEGACY_WS, False, json.dumps({"payload": {}}), "a message needs a string type"),
     (LEGACY_WS, False, "not json", "a message must be valid JSON"),
     (LEGACY_WS, False, "[1, 2]", "a message must be a JSON object"),
+    (TRANSPORT_WS, False, b"{}", "WebSocket message type must be text"),
+    (LEGACY_WS, False, b"{}", "WebSocket message type must be text"),
 ]
 
 
 @pytest.mark.parametrize(("protocol", "first", "message", "reason"), MALFORMED)
 async def test_every_malformed_message_is_closed_with_4400(
-    protocol: str, first: bool, message: str, reason: str
+    protocol: str, first: bool, message: str | bytes, reason: str
 ) -> None:
     async with run_server(fleet.objects()) as (address, _):
         async with websockets.connect(f"ws://{address}/graphql", subprotocols=[protocol]) as ws:
@@ -262,3 +268,83 @@ async def test_an_ended_subscription_leaves_no_cycle_holding_a_snapshot(
 
                 await eventually(stopped)
     assert holding_snapshots(found) == []
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_a_connection_without_connection_init_is_closed_with_4408(
+    protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Else it holds its place among the connections for ever (the legacy protocol's
+    did: 500 of them and every new client was refused)."""
+    monkeypatch.setattr(websocket, "INIT_SECONDS", 0.1)
+    async with run_server(fleet.objects()) as (address, _):
+        async with websockets.connect(f"ws://{address}/graphql", subprotocols=[protocol]) as ws:
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 5)
+        assert await gauges(address, ("websocket_connections",)) == {"websocket_connections": 0}
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (
+        4408,
+        "Connection initialisation timeout",
+    )
+
+
+async def test_an_unknown_legacy_type_is_answered_and_the_connection_goes_on() -> None:
+    """As the legacy protocol's reference server answers it: an error, under its id."""
+    async with run_server(fleet.objects()) as (address, _):
+        async for client in connect(address, LEGACY_WS):
+            await client.send({"id": "7", "type": "foo"})
+            assert await client.receive() == {
+                "type": "error",
+                "id": "7",
+                "payload": {
+                    "message": "unknown message type 'foo'",
+                    "extensions": {"code": "BAD_REQUEST"},
+                },
+            }
+            await client.subscribe("1", TOTALS)
+            assert (await client.next())["fleetCapacityChanged"]
+
+
+async def test_a_client_that_reads_nothing_is_dropped_when_cut_off(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its close frame waits behind all it did not read, for ever: the connection, its
+    subscription's stream and the close's task with it, till the client left and the
+    task's error was logged as never retrieved."""
+    monkeypatch.setattr(websocket, "ABORT_AFTER", 0.1)
+    async with run_server(fleet.objects()) as (address, store):
+        host, port = address.split(":")
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: no autotuning
+        sock.connect((host, int(port)))
+        url = f"ws://{address}/graphql"
+        # One message queued, and the client reads no more from the socket.
+        async with websockets.connect(
+            url, subprotocols=[TRANSPORT_WS], sock=sock, max_queue=1, close_timeout=0
+        ) as ws:
+            client = Client(ws, TRANSPORT_WS)
+            await client.init()
+            await client.subscribe("1", HOSTS)
+            await listening(address)
+            versions = itertools.cycle(str(n) for n in range(1, 201))
+
+            async def backed_up() -> bool:
+                """Changes till the server keeps frames it cannot write."""
+                for version in itertools.islice(versions, 200):
+                    store.upsert(modified("node-a", version))
+                pending = await gauges(address, ("subscription_pending_bytes",))
+                return pending["subscription_pending_bytes"] > 0
+
+            await eventually(backed_up, within=30)
+            for version in itertools.islice(versions, 1100):  # past its queue: cut off
+                store.upsert(modified("node-a", version))
+
+            async def released() -> bool:
+                names = ("websocket_connections", "subscription_streams")
+                return await gauges(address, names) == dict.fromkeys(names, 0.0)
+
+            await eventually(released)
+            await eventually(lambda: not websocket._background)
+    gc.collect()  # where an error never retrieved is logged
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []

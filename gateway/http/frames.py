@@ -22,7 +22,9 @@ middleware and uvicorn's ASGI ``send``, each adding its await: at 20,000 hosts a
 gateway's samples there (~10 µs a frame). The protocol here offers, in the
 connection's scope (:data:`WRITE_TEXT`), to write a message's text at once, as
 ``send`` would; the broadcast writes each subscriber's frame with it, and queues
-it only while the connection's writes are paused.
+it only while the connection's writes are paused. It also offers (:data:`ABORT`) to
+drop the connection: a close frame waits behind every byte the client has not read,
+and ``send`` waits, for ever if the client reads nothing, until those are written.
 
 Framed here: a message that goes plain (below :data:`COMPRESS_FROM`, or to a client
 that did not ask for compression) on an open connection is a text frame's two to ten
@@ -61,6 +63,7 @@ from websockets.protocol import State
 from websockets.typing import ExtensionParameter
 
 __all__ = [
+    "ABORT",
     "COMPRESS_FROM",
     "FLUSH_AFTER",
     "WRITE_TEXT",
@@ -77,6 +80,9 @@ COMPRESS_FROM = 512
 #: The scope extension by which a connection offers, as its ``write``, to write a
 #: message's text at once (:meth:`CoalescingWebSocketProtocol.write_text`).
 WRITE_TEXT = "gateway.websocket.write_text"
+#: The scope extension by which a connection offers, as its ``abort``, to drop the
+#: connection now, unsent frames and all (:meth:`CoalescingWebSocketProtocol.abort`).
+ABORT = "gateway.websocket.abort"
 #: A text frame's first byte: FIN and the text opcode.
 _FIN_TEXT = 0x80 | Opcode.TEXT
 
@@ -165,7 +171,7 @@ class _Negotiating(ServerExtensionFactory):
 class CoalescingWebSocketProtocol(WebSocketsSansIOProtocol):
     """uvicorn's WebSocket protocol (the one it picks itself), writing through a
     :class:`CoalescingTransport`, compressing only messages of :data:`COMPRESS_FROM`
-    bytes or more, offering :meth:`write_text` to the app."""
+    bytes or more, offering :meth:`write_text` and :meth:`abort` to the app."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -182,6 +188,13 @@ class CoalescingWebSocketProtocol(WebSocketsSansIOProtocol):
         super().handle_connect(event)
         if not self.close_sent:  # accepted: the app is about to run with this scope
             self.scope["extensions"][WRITE_TEXT] = {"write": self.write_text}
+            self.scope["extensions"][ABORT] = {"abort": self.abort}
+
+    def abort(self) -> None:
+        """Drop the connection, unless it is gone: the app then reads a disconnect, and
+        a ``send`` waiting for the client to read raises."""
+        if not self.disconnected:
+            self.transport.abort()
 
     def write_text(self, text: str) -> bool:
         """Send ``text`` as a message now, as the ASGI ``send`` would; False while the

@@ -19,8 +19,12 @@ alike. Strawberry's handlers pass a message's ``query`` on and drop its
 (:class:`Document`, a ``str`` that carries them).
 
 Every malformed message closes the connection with the protocol's 4400 and a
-reason: text that is not a JSON object, JSON nested too deep to decode, a
-message without a type, a subscribe or start whose payload is not an object.
+reason: a binary frame, text that is not a JSON object, JSON nested too deep to
+decode, a message without a type, a subscribe or start whose payload is not an
+object. A message of a type the protocol does not know is malformed in
+graphql-transport-ws; the legacy graphql-ws answers it, as its reference server
+does, with an ``error`` message (BAD_REQUEST) and goes on. In both, a connection
+whose connection_init has not come within :data:`INIT_SECONDS` is closed with 4408.
 """
 
 from __future__ import annotations
@@ -43,9 +47,9 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from starlette.websockets import WebSocketDisconnected as ClosedAlready
 from strawberry import Schema
-from strawberry.asgi import GraphQL
+from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.exceptions import ConnectionRejectionError
-from strawberry.http.exceptions import WebSocketDisconnected
+from strawberry.http.exceptions import NonTextMessageReceived, WebSocketDisconnected
 from strawberry.schema import BaseSchema
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -55,13 +59,14 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from strawberry.types.execution import ExecutionResult, PreExecutionError
 from strawberry.utils.aio import aclosing
 
+from gateway.api.codes import Code
 from gateway.api.context import Context
 from gateway.api.subscriptions import BROADCAST
 from gateway.domain.flavors import NO_CATALOG, Catalog
 from gateway.http.auth import AllowAll, Authorizer, Decision, bearer_token
 from gateway.http.broadcast import Broadcast, Broadcasts, send_frames
 from gateway.http.execution import Execution, forget_tracebacks, mask
-from gateway.http.frames import WRITE_TEXT
+from gateway.http.frames import ABORT, WRITE_TEXT
 from gateway.http.operations import Operations, PreparedOperation
 from gateway.http.refusal import refuse, refuse_websocket
 from gateway.http.request import (
@@ -82,6 +87,15 @@ __all__ = ["Streams", "SubscriptionServer", "send_while_connected"]
 
 #: The type of a message that could not be read: no JSON text can produce it.
 INVALID = object()
+#: Seconds a client has, once connected, to send connection_init.
+INIT_SECONDS = 10.0
+#: Seconds a connection closed for its client's slowness has to take the close frame
+#: before it is dropped.
+ABORT_AFTER = 10.0
+#: The message types a graphql-ws (legacy) client sends.
+LEGACY_TYPES = frozenset({"connection_init", "connection_terminate", "start", "stop"})
+#: Strawberry's error for an operation past max_subscriptions_per_connection.
+LIMIT_REACHED = "Subscription limit reached"
 
 
 class Document(str):
@@ -218,8 +232,8 @@ class Streams:
         )
         if not isinstance(started, Broadcast):
             return PreExecutionError(data=None, errors=_masking(started.errors or []))
-        # Our server's offer; ASGI lets a scope's extensions be absent or None.
-        write = ((connection.scope.get("extensions") or {}).get(WRITE_TEXT) or {}).get("write")
+        # Our server's offer (gateway.http.frames) to write a frame at once.
+        write = _offered(connection, WRITE_TEXT, "write")
         with self.broadcasts.member(started, context, prefix, write) as member:
             await send_frames(member, functools.partial(send_text_while_connected, connection))
         return None
@@ -267,11 +281,29 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         await super().handle_message(message)
 
     async def send_message(self, message: Any) -> None:
-        await send_while_connected(self.websocket, message)
+        await send_while_connected(self.websocket, _limit_coded(message))
 
 
 class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
-    """graphql-ws (legacy), closing with 4400 where it would drop the connection or ignore."""
+    """graphql-ws (legacy), closing with 4400 where it would drop the connection, and
+    answering a type it would ignore."""
+
+    _init_deadline: asyncio.Task[None] | None = None
+
+    async def handle(self) -> None:
+        # Strawberry's handler waits for connection_init for ever, and a connection
+        # that never sends it holds its place among max_connections.
+        self._init_deadline = asyncio.create_task(self._close_uninitialised())
+        try:
+            await super().handle()
+        finally:
+            self._init_deadline.cancel()
+
+    async def _close_uninitialised(self) -> None:
+        """Close with 4408 after the connection_init deadline, as graphql-transport-ws."""
+        await asyncio.sleep(self.view.connection_init_wait_timeout.total_seconds())
+        with contextlib.suppress(WebSocketDisconnect, ClosedAlready):
+            await self.websocket.close(code=4408, reason="Connection initialisation timeout")
 
     async def handle_message(self, message: Any) -> None:
         if (reason := _malformed(message)) is None and message["type"] == "start":
@@ -279,12 +311,17 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
         if reason is not None:
             await self.websocket.close(code=4400, reason=reason)
             return
+        if message["type"] == "connection_init" and self._init_deadline is not None:
+            self._init_deadline.cancel()
+        if message["type"] not in LEGACY_TYPES:
+            await self.send_message(_unknown_type(message))
+            return
         if message["type"] == "start":
             message["payload"]["query"] = Document.of(message, '{"type":"data","id":%s,"payload":')
         await super().handle_message(message)
 
     async def send_message(self, message: Any) -> None:
-        await send_while_connected(self.websocket, message)
+        await send_while_connected(self.websocket, _limit_coded(message))
 
 
 async def send_while_connected(websocket: Any, message: Any) -> None:
@@ -306,6 +343,41 @@ async def send_text_while_connected(websocket: WebSocket, text: str) -> None:
     (as :func:`send_while_connected` does)."""
     with contextlib.suppress(WebSocketDisconnect, ClosedAlready):
         await websocket.send_text(text)
+
+
+class TextAdapter(ASGIWebSocketAdapter):
+    """Strawberry's adapter, reading a binary frame as a message of type :data:`INVALID`:
+    the legacy handler would close with 1002, graphql-transport-ws with 4400."""
+
+    async def iter_json(
+        self, *, ignore_parsing_errors: bool = False
+    ) -> AsyncGenerator[object, None]:
+        try:
+            async for message in super().iter_json(ignore_parsing_errors=ignore_parsing_errors):
+                yield message
+        except NonTextMessageReceived:
+            yield {"type": INVALID, "reason": "WebSocket message type must be text"}
+
+
+def _unknown_type(message: dict[str, Any]) -> dict[str, Any]:
+    """The legacy reference server's answer to a type it does not know (under the
+    message's id, if it has one), with a code."""
+    error = {"message": f"unknown message type {message['type']!r}"}
+    answer = {"type": "error", "payload": {**error, "extensions": {"code": Code.BAD_REQUEST.value}}}
+    if "id" in message:
+        answer["id"] = message["id"]
+    return answer
+
+
+def _limit_coded(message: Any) -> Any:
+    """``message``, Strawberry's error for a subscription past the limit given the code
+    of a limit on what runs at once (it has none)."""
+    if message.get("type") == "error":
+        payload = message["payload"]
+        for error in payload if isinstance(payload, list) else [payload]:
+            if error.get("message") == LIMIT_REACHED:
+                error.setdefault("extensions", {"code": Code.TOO_MANY_REQUESTS.value})
+    return message
 
 
 def _malformed(message: Any) -> str | None:
@@ -343,6 +415,7 @@ class SubscriptionServer(GraphQL[Context, None]):
 
     graphql_transport_ws_handler_class = TransportWSHandler
     graphql_ws_handler_class = LegacyWSHandler
+    websocket_adapter_class = TextAdapter
 
     def __init__(
         self,
@@ -372,7 +445,7 @@ class SubscriptionServer(GraphQL[Context, None]):
             keep_alive=True,
             keep_alive_interval=keep_alive_interval,
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL),
-            connection_init_wait_timeout=timedelta(seconds=10),
+            connection_init_wait_timeout=timedelta(seconds=INIT_SECONDS),
             max_subscriptions_per_connection=max_subscriptions_per_connection,
         )
         self.store = store
@@ -475,6 +548,12 @@ class SubscriptionServer(GraphQL[Context, None]):
         )
 
 
+def _offered(connection: WebSocket, extension: str, name: str) -> Any:
+    """What our server's protocol offers in the scope as ``extension``'s ``name``, or
+    None (ASGI lets a scope's extensions be absent or None)."""
+    return ((connection.scope.get("extensions") or {}).get(extension) or {}).get(name)
+
+
 def _connection(context: Context) -> WebSocket | None:
     connection = context.connection
     return connection if isinstance(connection, WebSocket) else None
@@ -489,10 +568,23 @@ def _closer(connection: WebSocket) -> Callable[[], None]:
             "closing its connection (1013)"
         )
         reason = "too slow to keep up with changes; reconnect to resume"
-        _background.add(task := asyncio.create_task(connection.close(1013, reason)))
+        _background.add(task := asyncio.create_task(_close(connection, 1013, reason)))
         task.add_done_callback(_background.discard)
 
     return close
+
+
+async def _close(connection: WebSocket, code: int, reason: str) -> None:
+    """Close ``connection``, and drop it if it is still there :data:`ABORT_AFTER` on.
+
+    The close frame waits behind all the client has not read: from a client that
+    reads nothing, the connection and its subscriptions would never go.
+    """
+    if (abort := _offered(connection, ABORT, "abort")) is not None:
+        asyncio.get_running_loop().call_later(ABORT_AFTER, abort)
+    # The client gone, or dropped meanwhile: the close raises, with nothing left to do.
+    with contextlib.suppress(WebSocketDisconnect, ClosedAlready):
+        await connection.close(code, reason)
 
 
 _background: set[asyncio.Task[None]] = set()
