@@ -8,6 +8,11 @@ headers (it buffers a header until it ends, 50 MB or more): past
 ``MAX_HEADER_BYTES`` the connection is answered 431 and closed. Request bodies
 are bounded in time by the GraphQL endpoint itself.
 
+A request answered before its body was read (413, 415, 404, 421...) ends its
+connection. uvicorn would keep it for another request, skipping the rest of the
+body as it comes; but every chunk of it cancels the keep-alive timer and nothing
+arms it again, so a client that stops sending would hold the connection for ever.
+
 While it serves, the interpreter is handed from thread to thread more often
 than Python's default (``SWITCH_SECONDS``): see :func:`switching`.
 """
@@ -29,10 +34,12 @@ __all__ = ["HEADER_TIMEOUT", "MAX_HEADER_BYTES", "SWITCH_SECONDS", "config", "sw
 
 #: Seconds a client has to send a request's headers.
 HEADER_TIMEOUT = 10.0
-#: Seconds a refused connection is kept open to drain what the client still sends.
+#: Seconds a closing connection is kept open to drain what the client still sends.
 LINGER = 1.0
 #: Bytes a request line and its headers may take together (h11's limit is the same).
 MAX_HEADER_BYTES = 64 * 1024
+#: Bytes parsed at a time: a request's head is counted from the start of the piece it began in.
+PIECE = 8 * 1024
 #: Longest a thread keeps the interpreter while another waits for it.
 SWITCH_SECONDS = 0.001
 
@@ -47,7 +54,8 @@ _TOO_LARGE_RESPONSE = (
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline and a size limit for request headers."""
+    """uvicorn's httptools protocol with a deadline and a size limit for request headers,
+    which closes a connection once a request is answered with its body unread."""
 
     header_timeout = HEADER_TIMEOUT
     max_header_bytes = MAX_HEADER_BYTES
@@ -56,17 +64,26 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
         self._header_bytes = 0
-        self._refused = False
+        self._lingering = False
         self._arm()
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return
-        # Counted from the chunk after the request began: the limit holds within a chunk.
-        self._header_bytes += len(data)
-        super().data_received(data)
-        if self._deadline is not None and self._header_bytes > self.max_header_bytes:
-            self._refuse(_TOO_LARGE_RESPONSE)
+        """Parse ``data`` piece by piece, counting the bytes of a request's head.
+
+        httptools tells when a request begins, not where in the data: a head is counted
+        from the start of the piece it began in, so never short of itself, and with less
+        than a piece of what came before it (a request pipelined behind another).
+        """
+        for start in range(0, len(data), PIECE):
+            if self._lingering or self.transport.is_closing():
+                return  # closed, as after a 400 from uvicorn
+            if self.transport.get_protocol() is not self:
+                return  # upgraded to WebSocket: uvicorn drops the rest too
+            piece = data[start : start + PIECE]
+            super().data_received(piece)
+            self._header_bytes += len(piece)
+            if self._deadline is not None and self._header_bytes > self.max_header_bytes:
+                self._close(_TOO_LARGE_RESPONSE)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -76,6 +93,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        # self.cycle is the request answered, or one parsed after it, so after its body:
+        # only the former can be complete with its body unread.
+        unread = self.cycle.response_complete and self.cycle.more_body
+        super().on_response_complete()
+        if unread:
+            self._close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -91,20 +116,21 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._deadline = None
 
     def _too_slow(self) -> None:
-        self._refuse(_TIMEOUT_RESPONSE)
+        self._close(_TIMEOUT_RESPONSE)
 
-    def _refuse(self, response: bytes) -> None:
-        """Answer and close; what the client still sends meanwhile is read and dropped.
+    def _close(self, answer: bytes = b"") -> None:
+        """Write ``answer`` and close; what the client still sends meanwhile is read and dropped.
 
         Closing a socket with unread data in it resets the connection, and the
         reset can destroy the answer before the client reads it.
         """
         self._disarm()
-        if self.transport.is_closing() or self._refused:
+        if self.transport.is_closing() or self._lingering:
             return
-        self._refused = True
-        self.transport.write(response)
+        self._lingering = True
+        self.transport.write(answer)
         self.transport.write_eof()
+        self.flow.resume_reading()
         self.loop.call_later(LINGER, self.transport.close)
 
 
