@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -558,8 +559,10 @@ async def test_a_relist_brings_subscribers_to_the_true_state(server: tuple[str, 
         }
 
 
-async def test_connections_per_server_are_limited() -> None:
+async def test_connections_per_server_are_limited(caplog: pytest.LogCaptureFixture) -> None:
     async with run_server(fleet.objects(), max_connections=2) as (address, _):
+        # uvicorn's records do not reach the root logger (its logging set up by then).
+        logging.getLogger("uvicorn.error").addHandler(caplog.handler)
         async with (
             websockets.connect(f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]),
             websockets.connect(f"ws://{address}/graphql", subprotocols=[TRANSPORT_WS]),
@@ -578,6 +581,9 @@ async def test_connections_per_server_are_limited() -> None:
         async for client in connect(address, TRANSPORT_WS):
             await client.subscribe("1", "subscription { fleetCapacityChanged { hypervisorCount } }")
             assert (await client.next())["fleetCapacityChanged"] == [{"hypervisorCount": 4}]
+    logging.getLogger("uvicorn.error").removeHandler(caplog.handler)
+    # A refusal is a client's matter, answered: no error of the server's.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_websocket_origins_are_an_allow_list() -> None:

@@ -190,6 +190,14 @@ class CoalescingWebSocketProtocol(WebSocketsSansIOProtocol):
             self.scope["extensions"][WRITE_TEXT] = {"write": self.write_text}
             self.scope["extensions"][ABORT] = {"abort": self.abort}
 
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body"):
+            # A denial response (a full server's 503, a refused origin) ends the
+            # handshake; uvicorn leaves it unfinished and, as the app returns, logs
+            # an ERROR for every refused client.
+            self.handshake_complete = True
+
     def abort(self) -> None:
         """Drop the connection, unless it is gone: the app then reads a disconnect, and
         a ``send`` waiting for the client to read raises."""
