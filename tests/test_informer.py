@@ -229,6 +229,42 @@ async def test_server_that_cannot_stream_is_listed_in_pages(
 
 
 @pytest.mark.cluster
+async def test_a_crd_removed_while_disconnected_empties_the_fleet_until_it_is_back(
+    cluster: ControlPlane, api: HypervisorAPI, proxy: TcpProxy, start_informer: StartInformer
+) -> None:
+    """Removing the CRD deletes every object: a connected watch hears each DELETED. One
+    that reconnects after it hears a 404 instead, and must come to the same fleet (it
+    served the deleted one as ready); not ready, as at a start without the CRD, until
+    the CRD is back and listed."""
+    await api.create(reported("node-gone"))
+    informer, store = await start_informer(cluster, via=proxy)
+    await eventually(lambda: "node-gone" in store.snapshot.by_name and informer.status.synced, 10)
+    removed = False
+    try:
+        proxy.block()
+        await asyncio.to_thread(cluster.remove_crd, cluster.crd)
+        removed = True
+        proxy.unblock()
+        await eventually(lambda: len(store.snapshot) == 0 and not store.ready, 10)
+        assert not informer.status.synced
+        assert informer.status.error == (
+            "the cluster does not serve hypervisors.kvm.cloud.sap (no Hypervisor CRD)"
+        )
+        await asyncio.to_thread(cluster.install_crd, cluster.crd)
+        removed = False
+        created = await api.create(reported("node-back"))
+        await eventually(
+            lambda: _version(store, "node-back") == created["metadata"]["resourceVersion"], 10
+        )
+        await eventually(lambda: store.ready and informer.status.synced, 10)
+        assert informer.status.error is None and list(store.snapshot.by_name) == ["node-back"]
+    finally:
+        proxy.unblock()
+        if removed:
+            await asyncio.to_thread(cluster.install_crd, cluster.crd)
+
+
+@pytest.mark.cluster
 async def test_objects_near_the_etcd_size_limit_stream_through_the_watch(
     cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer
 ) -> None:

@@ -117,6 +117,16 @@ def test_delete(store: Store, recorder: Recorder) -> None:
     assert len(recorder.calls) == 3
 
 
+def test_a_cleared_store_has_deleted_every_host_and_is_not_ready(
+    store: Store, recorder: Recorder
+) -> None:
+    store.replace([host("a", "1"), host("b", "2")])
+    store.mark_ready()
+    store.clear()
+    assert (len(store.snapshot), store.ready) == (0, False)
+    assert sorted(recorder.kinds()[-1]) == [(ChangeType.DELETED, "a"), (ChangeType.DELETED, "b")]
+
+
 def test_bookmarks_advance_the_position_but_not_the_generation(
     store: Store, recorder: Recorder
 ) -> None:

@@ -153,6 +153,12 @@ class Store:
         """The source has delivered a complete first view of the fleet."""
         self.ready = True
 
+    def clear(self) -> None:
+        """The source serves no fleet any more (its CRD is gone): every object is
+        deleted, and the store is not ready until a complete view comes again."""
+        self.replace([])
+        self.ready = False
+
     def replace(
         self,
         objects: Iterable[Any],

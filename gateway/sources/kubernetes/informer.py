@@ -414,6 +414,18 @@ class HypervisorInformer(Informer[Store]):
     def read(self, raw: msgspec.Raw) -> Any:
         return hypervisor(raw)
 
+    def _failed(self, store: Store, error: BaseException) -> None:
+        """No CRD (any more): the cluster serves no Hypervisors, as a watch connected
+        while it went would have heard (every object DELETED); and the view is not
+        ready, as at a start without the CRD, until it is served and listed again.
+
+        Heard only after a reconnect, the 404 left the deleted fleet served as ready.
+        """
+        if isinstance(error, NotFound):
+            store.clear()
+            self.status.synced = False
+            self.status.error = f"the cluster does not serve {self.resource} (no Hypervisor CRD)"
+
 
 def _ends_initial_events(obj: Any) -> bool:
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
