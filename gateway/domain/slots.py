@@ -10,9 +10,9 @@ per reason. On an eligible host, in a chosen view (domain brief, section 4)::
 
 0 when a figure is negative or the request does not fit at all (min_unit,
 max_unit), even where another figure is unknown; else unknown (None) when a figure
-it needs is unknown. Judged on bookings,
-memory is counted in Placement's whole MiB (:func:`gateway.domain.capacity.judged`),
-so that a tracked host's slots are exactly what Placement would grant. A group adds
+it needs is unknown. Judged on bookings, memory is counted in Placement's whole MiB
+(:func:`gateway.domain.capacity.judged`), so that a tracked host's slots are
+exactly what Placement would grant. A group adds
 the known slots and says how many hosts have room (slots >= 1), how many could not
 be judged and how many were excluded, so that
 
