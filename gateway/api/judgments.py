@@ -43,7 +43,7 @@ from gateway.api.plans import Complete, object_plan
 from gateway.api.shortcuts import Attribute, Lookup
 from gateway.domain.bounded import Figures
 
-__all__ = ["JUDGMENT_BYTES", "PLANNED_FIELD_BYTES", "Judgment", "Judgments", "judge"]
+__all__ = ["JUDGMENT_BYTES", "PLANNED_FIELD_BYTES", "UNJUDGED", "Judgment", "Judgments", "judge"]
 
 #: What a judgment takes beside its plan: its key and nodes, its place in the memo.
 JUDGMENT_BYTES = 400

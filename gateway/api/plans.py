@@ -121,9 +121,7 @@ def object_plan(
     """The walk that completes an object of ``type_`` for the fields ``details`` as
     graphql-core does (Undefined where it cannot), if their selection has one; and
     the fields it walks. It is made with these variables' values: kept for others,
-    its selection must read none (gateway.api.judgments)."""
-    if any(d.fragment_variable_values is not None for d in details):
-        return None
+    its selection must read none, nor fragment arguments (gateway.api.judgments)."""
     try:
         walk = _Walk(schema, fragments, variable_values, operation, kept_below=True)
         return walk.object(type_, details), walk.fields
