@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from gateway.domain import lenient
-from gateway.domain.bookings import parse_bookings, total_resources
+from gateway.domain.bookings import booking_totals, parse_bookings
 from gateway.domain.lenient import Reader
-from gateway.domain.records import ConsumerBooking, ReservationBooking
 from tests.objects import consumer, reservation, uuid_of
 
 GiB = 2**30
@@ -42,14 +41,15 @@ def test_totals_add_every_booking_exactly() -> None:
     entries += [reservation(f"r{i}", small) for i in range(4)]
     bookings = parse_bookings(Reader(), entries, "node-1")
     larges = len(range(0, 30, 3))
-    booked = total_resources(b for b in bookings if isinstance(b, ConsumerBooking))
-    reserved = total_resources(b for b in bookings if isinstance(b, ReservationBooking))
+    reserved, booked = booking_totals(bookings)
     assert booked == {
         "cpu": Decimal("0.5") * (30 - larges) + 7 * larges,
         "memory": Decimal("1.5") * GiB * (30 - larges) + 3 * GiB * larges,
     }
     assert reserved == {"cpu": 2, "memory": 6 * GiB}
-    assert total_resources([]) == {}
+    assert booking_totals([]) == ({}, {})
+    # A kind absent is an empty total; amounts are summed exactly, whatever their spelling.
+    assert booking_totals(bookings[-4:]) == ({"cpu": 2, "memory": 6 * GiB}, {})
 
 
 def test_the_strings_bookings_share_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -43,6 +43,9 @@ class Reader:
         self.warnings: list[str] = []
         #: Which object this is, for the memos to tell its sightings from another's.
         self.reading = readings()
+        # Its strings are shared with `share`, which does not look at the bound: what
+        # one object adds comes before the next reader's check (see SharedStrings).
+        bound_shared()
 
     def warn(self, path: str, message: str) -> None:
         self.warnings.append(f"{path}: {message}")
@@ -73,8 +76,10 @@ class Reader:
 
     def shared(self, value: Any, path: str) -> str | None:
         """A string that repeats across a fleet (a reason, a zone): one copy is kept."""
+        if type(value) is str:  # the common case, without a call
+            return share(value, value)
         text = self.string(value, path)
-        return None if text is None else shared_string(text)
+        return None if text is None else share(text, text)
 
     def strings(self, value: Any, path: str) -> tuple[str, ...]:
         items = (self.string(v, f"{path}[{i}]") for i, v in enumerate(self.items(value, path)))
@@ -88,9 +93,11 @@ class Reader:
         """
         result: dict[str, str] = {}
         for key, item in self.mapping(value, path).items():
-            text = self.shared(item, f"{path}.{key}")
+            # Paths are spelled out only for a warning.
+            text = share(item, item) if type(item) is str else self.shared(item, f"{path}.{key}")
             if text is not None:
-                result[shared_string(str(key))] = text
+                name = key if type(key) is str else str(key)
+                result[share(name, name)] = text
         return _shared(result, self.reading)
 
     def boolean(self, value: Any, path: str) -> bool | None:
@@ -223,7 +230,8 @@ class SharedStrings:
 
 STRINGS = PARSING.add(SharedStrings())
 #: ``share(text, text)`` is :func:`shared_string` without a Python call, for the hot
-#: loops: each calls :func:`bound_shared` first, so it adds only its own to the bound.
+#: loops of a :class:`Reader`, made after a look at the bound: each object read adds
+#: only its own strings to it.
 share = STRINGS.strings.setdefault
 
 
