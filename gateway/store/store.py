@@ -5,8 +5,11 @@ Sources write (replace the whole set, or upsert / delete one object); queries re
 atomically, so a query that holds a snapshot sees one consistent fleet however
 the store changes meanwhile.
 
-Every object is parsed once per resourceVersion, and a change of one object
-copies a shard of the map by name, not the whole fleet (:mod:`gateway.store.shards`).
+A watch event's object is parsed once per resourceVersion. A relist reads again
+even an object whose resourceVersion the store holds (the API server may read it
+otherwise now), cheaply, against its record, and keeps the record where nothing
+differs. A change of one object copies a shard of the map by name, not the whole
+fleet (:mod:`gateway.store.shards`).
 What questions make of the whole fleet (ledgers of fleet totals, filters'
 selections, the consumer index) the store's :attr:`Store.views` keep and carry to
 each new snapshot by the change that made it (:mod:`gateway.store.views`), so
@@ -98,6 +101,17 @@ def _fingerprint(obj: Any) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
+def _same(record: Hypervisor, previous: Hypervisor) -> bool:
+    """Whether ``record``, read against ``previous``, holds exactly what that holds.
+
+    Mostly identity checks: a part spelled as in ``previous`` is its very object, and
+    one spelled otherwise differs in the spellings compared, even where ``==`` finds
+    its values equal (a quantity 8 and 8.0). The other fields are strings, numbers and
+    flags, and what the parts make (resources, drift): the same of the same parts.
+    """
+    return msgspec.structs.astuple(record) == msgspec.structs.astuple(previous)
+
+
 def _spelled(value: Any) -> str:
     """What JSON cannot spell, as a string; a part a source left JSON, as its text."""
     return bytes(value).decode() if isinstance(value, msgspec.Raw) else str(value)
@@ -168,9 +182,11 @@ class Store:
     ) -> None:
         """Swap in a complete new set of objects (a relist or a reload).
 
-        Objects missing from the new set are deleted; objects whose resourceVersion
-        (or, without one, whose content) did not change keep their parsed record
-        and cause no change event. ``versioned=False`` says the objects do not come
+        Objects missing from the new set are deleted; an object that did not change
+        keeps its record and causes no change event. One whose resourceVersion did not
+        change is read again all the same, cheaply, as the API server may read it
+        otherwise now (see :meth:`_parse`); one without a resourceVersion is compared
+        by its content. ``versioned=False`` says the objects do not come
         from the API server: a resourceVersion they carry is a copy (a file saved
         with ``kubectl get -o yaml`` and then edited), so their content decides.
         """
@@ -193,7 +209,9 @@ class Store:
         prepared = Batch({}, {}, {})
         with collector_paused():
             for position, obj in enumerate(objects, start):
-                hypervisor = self._parse(obj, old, prepared, f"#{position}", versioned=versioned)
+                hypervisor = self._parse(
+                    obj, old, prepared, f"#{position}", versioned=versioned, relist=True
+                )
                 if hypervisor is not None:
                     prepared.hypervisors[hypervisor.name] = hypervisor
         return prepared
@@ -217,7 +235,7 @@ class Store:
         """Add or update one object (a watch event)."""
         old = self._snapshot.by_name
         prepared = Batch({}, self.rejected, self._fingerprints)
-        hypervisor = self._parse(obj, old, prepared, "?", versioned=True)
+        hypervisor = self._parse(obj, old, prepared, "?", versioned=True, relist=False)
         if hypervisor is None:
             self._commit(old, [], resource_version)
             return
@@ -253,11 +271,15 @@ class Store:
         where: str,
         *,
         versioned: bool,
+        relist: bool,
     ) -> Hypervisor | None:
+        """``relist``: ``obj`` is of a complete set, not a watch event."""
         meta = obj.get("metadata") if isinstance(obj, Mapping) else None
         name = meta.get("name") if isinstance(meta, Mapping) else None
         version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
         previous = old.get(name) if isinstance(name, str) else None
+        # The record this object is, if reading it again finds nothing different.
+        unchanged: Hypervisor | None = None
         if (version is None or not versioned) and isinstance(name, str):
             # Only the API server's resourceVersions change with every write:
             # without one, the content stands in.
@@ -267,16 +289,25 @@ class Store:
                 return previous
             prepared.fingerprints[name] = fingerprint
         elif previous is not None and previous.resource_version == version:
-            return previous
+            if not relist:
+                return previous
+            # The API server prunes and defaults an object as it reads it from etcd,
+            # under the CRD's current schema: after the CRD changed (spec.bookings
+            # rolled back), the same resourceVersion lists other content until the
+            # object is next written, and only a relist reads it anew.
+            unchanged = previous
         try:
             # Files are YAML: its spelling in JSON is not the whole story
             # (gateway.domain.spellings).
-            return parse_hypervisor(obj, previous if versioned else None)
+            hypervisor = parse_hypervisor(obj, previous if versioned else None)
         except ParseError as error:
             key = name if isinstance(name, str) and name else where
             prepared.rejected[key] = str(error)
             log.warning("skipping Hypervisor object %s: %s", key, error)
             return None
+        # The record itself where nothing differs: no change event, and what was made
+        # of it (views, answers) stays valid.
+        return unchanged if unchanged is not None and _same(hypervisor, unchanged) else hypervisor
 
     def _commit(
         self, hypervisors: ShardedMap[Hypervisor], changes: list[Change], rv: str | None
