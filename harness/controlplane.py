@@ -381,6 +381,19 @@ class ControlPlane:
                 time.sleep(0.2)
         raise ControlPlaneError(f"CRD {name} not served after {timeout}s")
 
+    def replace_crd(self, manifest_path: Path) -> None:
+        """Put a CRD in the place of the one of its name, as an upgrade or a rollback
+        does: the objects stay in etcd as they were written, and are read (pruned and
+        defaulted) under its schema once the API server has taken it up."""
+        manifest: dict[str, Any] = yaml.safe_load(manifest_path.read_text())
+        name = manifest["metadata"]["name"]
+        with self.client() as http:
+            current = http.get(f"{CRDS}/{name}")
+            _raise_for(current, f"reading CRD {name}")
+            manifest["metadata"]["resourceVersion"] = current.json()["metadata"]["resourceVersion"]
+            response = http.put(f"{CRDS}/{name}", json=manifest)
+            _raise_for(response, f"replacing CRD {name} from {manifest_path}")
+
     def remove_crd(self, manifest_path: Path, timeout: float = 60) -> None:
         """Delete a CRD (and with it every object of its kind); wait until the API
         server no longer serves its resource."""

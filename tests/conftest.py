@@ -99,6 +99,12 @@ def released_cluster() -> Iterator[ControlPlane]:
 
 
 @pytest.fixture(scope="session")
+def released_crd() -> Path:
+    """The operator's released Hypervisor CRD (no spec.bookings), for tests to install."""
+    return _reference_crd(RELEASED_CRD)
+
+
+@pytest.fixture(scope="session")
 def eviction_crd() -> Path:
     """The operator's released Eviction CRD, for tests to install and remove."""
     return _reference_crd(EVICTION_CRD)

@@ -185,6 +185,54 @@ async def test_relists_after_410_gone(
 
 
 @pytest.mark.cluster
+@pytest.mark.parametrize("any_cluster", ["bookings"], indirect=True)
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "paged"])
+async def test_a_relist_after_a_crd_rollback_sees_the_bookings_pruned(
+    any_cluster: ControlPlane,
+    any_api: HypervisorAPI,
+    any_proxy: TcpProxy,
+    start_informer: StartInformer,
+    released_crd: Path,
+    stream: bool,
+) -> None:
+    """Rolled back to the released CRD, the API server prunes spec.bookings from what it
+    reads of an object, at the resourceVersion it had: a relist must read it again."""
+    created = await any_api.create(
+        reported("node-1", cpu=64, bookings=[consumer(UUID, resources(cpu=8))])
+    )
+    version = created["metadata"]["resourceVersion"]
+    informer, store = await start_informer(any_cluster, via=any_proxy, stream=stream)
+    await eventually(lambda: store.ready and _version(store, "node-1") == version, 10)
+    assert store.snapshot.by_name["node-1"].resources["cpu"].booked == 8
+
+    any_proxy.block()
+    try:
+        await asyncio.to_thread(any_cluster.replace_crd, released_crd)
+        await eventually(lambda: _reads_bookings(any_api, "node-1", False), 30)
+        # The position the informer would resume from, compacted away: it relists.
+        await asyncio.to_thread(any_cluster.compact)
+        await asyncio.to_thread(any_cluster.stop_apiserver)
+        await asyncio.to_thread(any_cluster.start_apiserver)
+        relists = informer.status.relists
+        any_proxy.unblock()
+        await eventually(lambda: informer.status.relists > relists, 15)
+        host = store.snapshot.by_name["node-1"]
+        assert (host.resource_version, host.bookings_tracked, host.bookings) == (version, False, ())
+        assert host.resources["cpu"].booked is None
+    finally:
+        any_proxy.unblock()
+        await asyncio.to_thread(any_cluster.replace_crd, any_cluster.crd)
+        await eventually(lambda: _reads_bookings(any_api, "node-1", True), 30)
+
+
+async def _reads_bookings(api: HypervisorAPI, name: str, reads: bool) -> bool:
+    """Whether the API server reads the object with spec.bookings (``reads``) or without:
+    whether it serves it under the CRD it was last given."""
+    response = await api.http.get(f"{api.path}/{name}")
+    return ("bookings" in response.json()["spec"]) is reads
+
+
+@pytest.mark.cluster
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "paged"])
 async def test_fleet_larger_than_a_batch_is_loaded_completely(
     cluster: ControlPlane, api: HypervisorAPI, start_informer: StartInformer, stream: bool
