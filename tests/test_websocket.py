@@ -19,7 +19,7 @@ from strawberry.http.exceptions import WebSocketDisconnected
 from gateway.api.budget import Overrun
 from gateway.api.limits import Limits
 from gateway.http import websocket
-from gateway.http.websocket import send_while_connected
+from gateway.http.subprotocols import send_while_connected
 from gateway.sources.demo.source import generate
 from tests import fleet
 from tests.support import (
