@@ -262,6 +262,7 @@ def _serve(
             inline_cost=settings.inline_query_cost,
             max_response_bytes=settings.max_response_bytes,
             max_concurrent=settings.max_concurrent_queries,
+            max_running=settings.max_running_queries,
         ),
         introspection=settings.introspection,
         cors_origins=[o.strip() for o in settings.cors_origins.split(",") if o.strip()],

@@ -56,6 +56,7 @@ class Settings:
     inline_query_cost: int = 1000
     max_response_bytes: int = 64 * 1024 * 1024
     max_concurrent_queries: int = 32
+    max_running_queries: int = 2
     otlp_endpoint: str | None = None
 
     @property
@@ -232,7 +233,14 @@ _OPTIONS: list[tuple[str, str, type, str]] = [
         "max_concurrent_queries",
         "GATEWAY_MAX_CONCURRENT_QUERIES",
         int,
-        "queries executing at once before 429 (default 32)",
+        "queries admitted at once, running or waiting their turn, before 429 (default 32)",
+    ),
+    (
+        "max_running_queries",
+        "GATEWAY_MAX_RUNNING_QUERIES",
+        int,
+        "queries running in worker threads at once; the others admitted wait their turn, "
+        "at most the execution time limit, then 429 (default 2)",
     ),
     (
         "otlp_endpoint",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -20,7 +23,9 @@ from graphql import (
 from gateway.api.cost import Cost
 from gateway.api.limits import Limits
 from gateway.http.execution import Execution, mask
+from gateway.http.request import HttpError, RequestError
 from gateway.store.feed import Lagging
+from tests.support import eventually
 
 
 def test_our_own_bugs_are_masked_with_a_request_id(caplog: pytest.LogCaptureFixture) -> None:
@@ -198,3 +203,62 @@ async def test_a_filter_whose_hosts_are_kept_is_counted_on_the_loop(
     # On the loop, offloaded at the unkept selection, in a thread; then on the loop.
     assert filtered_on[0] == loop and filtered_on[1] != loop and filtered_on[2:] == [loop]
     assert counts[0] == counts[1] > 0
+
+
+class _Gated:
+    """A schema whose first run blocks until ``gate`` is set; each run records when it
+    began and its budget's deadline."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.runs: list[tuple[float, float]] = []
+
+        def resolve(_: object, info: Any) -> str:
+            self.runs.append((time.monotonic(), info.context.budget.at))
+            if len(self.runs) == 1:
+                self.gate.wait(30)
+            return "ok"
+
+        fields = {"here": GraphQLField(GraphQLString, resolve=resolve)}
+        self.schema = GraphQLSchema(GraphQLObjectType("Query", fields))
+
+    async def run(self, execution: Execution) -> Any:
+        class Holder:
+            budget: object = None
+
+        holder: Any = Holder()
+        return await execution.run(parse("{ here }"), holder, None, None, lambda r: r, Cost(11))
+
+
+async def test_operations_past_the_running_ones_wait_their_turn() -> None:
+    """The interpreter runs one thread at a time: operations beyond ``max_running`` take
+    turns instead of sharing it, and each one's time counts from its turn."""
+    gated = _Gated()
+    execution = Execution(gated.schema, Limits(inline_cost=10, max_running=1, max_seconds=30))
+    first = asyncio.create_task(gated.run(execution))
+    await eventually(lambda: len(gated.runs) == 1)
+    submitted = time.monotonic()
+    second = asyncio.create_task(gated.run(execution))
+    await eventually(lambda: execution.running == 2)
+    assert len(gated.runs) == 1  # admitted, waiting its turn
+    gated.gate.set()
+    assert (await first).data == (await second).data == {"here": "ok"}
+    turn, deadline = gated.runs[1]
+    assert submitted + 30 < deadline <= turn + 30
+    assert execution.running == 0
+
+
+async def test_an_operation_whose_turn_does_not_come_in_time_is_refused_429() -> None:
+    gated = _Gated()
+    execution = Execution(gated.schema, Limits(inline_cost=10, max_running=1, max_seconds=0.2))
+    first = asyncio.create_task(gated.run(execution))
+    await eventually(lambda: len(gated.runs) == 1)
+    with pytest.raises(HttpError) as refused:
+        await gated.run(execution)
+    assert (refused.value.status, refused.value.code) == (429, "TOO_MANY_REQUESTS")
+    assert refused.value.headers == {"retry-after": "1"}
+    assert len(gated.runs) == 1  # it never ran
+    gated.gate.set()
+    with contextlib.suppress(RequestError):  # the first may have reached its own limit
+        await first
+    assert execution.running == 0

@@ -57,7 +57,10 @@ class Limits:
     #: thread's handoff takes longer than the work (a 100-host page costs about 600).
     inline_cost: int = 1000
     max_response_bytes: int = 64 * 1024 * 1024
+    #: Operations admitted at once (running or waiting their turn); past them, 429.
     max_concurrent: int = 32
+    #: Operations running in worker threads at once (gateway.http.execution).
+    max_running: int = 2
 
 
 class LimitError(GraphQLError):
