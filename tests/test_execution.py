@@ -219,15 +219,22 @@ class _Gated:
                 self.gate.wait(30)
             return "ok"
 
-        fields = {"here": GraphQLField(GraphQLString, resolve=resolve)}
+        def count(_: object, info: Any) -> str:
+            info.context.budget.scan()  # a count over the fleet: offloaded from the loop
+            return "counted"
+
+        fields = {
+            "here": GraphQLField(GraphQLString, resolve=resolve),
+            "count": GraphQLField(GraphQLString, resolve=count),
+        }
         self.schema = GraphQLSchema(GraphQLObjectType("Query", fields))
 
-    async def run(self, execution: Execution) -> Any:
+    async def run(self, execution: Execution, query: str = "{ here }", cost: int = 11) -> Any:
         class Holder:
             budget: object = None
 
         holder: Any = Holder()
-        return await execution.run(parse("{ here }"), holder, None, None, lambda r: r, Cost(11))
+        return await execution.run(parse(query), holder, None, None, lambda r: r, Cost(cost))
 
 
 async def test_operations_past_the_running_ones_wait_their_turn() -> None:
@@ -241,6 +248,9 @@ async def test_operations_past_the_running_ones_wait_their_turn() -> None:
     second = asyncio.create_task(gated.run(execution))
     await eventually(lambda: execution.running == 2)
     assert len(gated.runs) == 1  # admitted, waiting its turn
+    # One estimated cheap (run on the loop, offloaded at its count) takes no turn.
+    assert (await gated.run(execution, "{ count }", cost=5)).data == {"count": "counted"}
+    assert not first.done()
     gated.gate.set()
     assert (await first).data == (await second).data == {"here": "ok"}
     turn, deadline = gated.runs[1]

@@ -3,12 +3,12 @@
 One :class:`Execution` serves both transports, so a query costs the same slot,
 time and bytes whether it came over HTTP or WebSocket. Of the operations admitted
 (``Limits.max_concurrent``), a few run in worker threads at once
-(``Limits.max_running``) and the others wait their turn, as long as one may run.
-The concurrency slot is taken and given back on the event loop, around the waits
-for a turn and for the worker thread: however they end (an answer, the deadline,
-the request cancelled, the thread never started), the slot is free again. The
-thread itself stops at its deadline (gateway.api.budget), and is told to stop as
-soon as nobody waits for it.
+(``Limits.max_running``) and the others wait their turn, as long as one may run;
+one estimated cheap (below) takes no turn. The concurrency slot is taken and
+given back on the event loop, around the waits for a turn and for the worker
+thread: however they end (an answer, the deadline, the request cancelled, the
+thread never started), the slot is free again. The thread itself stops at its
+deadline (gateway.api.budget), and is told to stop as soon as nobody waits for it.
 
 An operation whose estimated cost is small (``Limits.inline_cost``: a lookup, the
 fleet's totals, a page) runs on the event loop instead: its work is shorter than
@@ -89,9 +89,10 @@ class Execution:
         selections the store may keep, is at most the inline cost.
 
         Raises :class:`HttpError` (429) when every slot is taken (an operation run on
-        the loop takes none) or its turn at a thread did not come within its time
-        limit, and :class:`RequestError` (400) for an operation over its time (counted
-        from its turn) or size, or whose variables were refused (it never ran).
+        the loop takes none) or its turn at a thread (one estimated costly) did not
+        come within its time limit, and :class:`RequestError` (400) for an operation
+        over its time (counted from its turn) or size, or whose variables were
+        refused (it never ran).
         """
         with self._span(document, operation_name):
             return await self._run(document, context, variables, operation_name, finish, cost)
@@ -134,17 +135,20 @@ class Execution:
             finally:
                 forget_tracebacks(errors or ())  # finished: masked and logged
 
-        if cost.total - cost.kept <= self.limits.inline_cost:  # no thread, no slot: done at once
+        cheap = cost.total - cost.kept <= self.limits.inline_cost
+        if cheap:  # no thread, no slot: done at once
             budget.run_inline()
             try:
                 return work()
             except Offload:  # larger than estimated, or a count over the fleet: a thread's
-                budget = context.budget = self._budget()
+                pass
         if self.running >= self.limits.max_concurrent:
             raise _busy()
         self.running += 1
         try:
-            async with self._turn():
+            # One estimated cheap takes no turn behind the costly: it was to take no thread.
+            turn = contextlib.nullcontext() if cheap else self._turn()
+            async with turn:
                 budget = context.budget = self._budget()  # its time counts from its turn
                 return await asyncio.wait_for(
                     anyio.to_thread.run_sync(work, abandon_on_cancel=True),
