@@ -54,6 +54,12 @@ def test_a_subscriber_behind_the_store_reads_its_code_and_nothing_is_logged(
     assert caplog.records == []
 
 
+class _Holder:
+    """The one attribute of a context these schemas' execution reads: its budget."""
+
+    budget: object = None
+
+
 async def test_cheap_operations_run_on_the_loop_and_costly_ones_in_a_thread() -> None:
     """A worker thread's handoff takes longer than a lookup or the fleet's totals."""
     threads: list[int] = []
@@ -65,14 +71,10 @@ async def test_cheap_operations_run_on_the_loop_and_costly_ones_in_a_thread() ->
     query = GraphQLObjectType("Query", {"here": GraphQLField(GraphQLString, resolve=resolve)})
     execution = Execution(GraphQLSchema(query), Limits(inline_cost=10))
     document = parse("{ here }")
-
-    class Holder:
-        budget: object = None
-
     for cost in (Cost(10), Cost(11), Cost(5_010, kept=5_000)):
         result = await execution.run(
             document,
-            Holder(),  # type: ignore[arg-type]
+            _Holder(),  # type: ignore[arg-type]
             None,
             None,
             lambda r: r,
@@ -230,10 +232,7 @@ class _Gated:
         self.schema = GraphQLSchema(GraphQLObjectType("Query", fields))
 
     async def run(self, execution: Execution, query: str = "{ here }", cost: int = 11) -> Any:
-        class Holder:
-            budget: object = None
-
-        holder: Any = Holder()
+        holder: Any = _Holder()
         return await execution.run(parse(query), holder, None, None, lambda r: r, Cost(cost))
 
 
